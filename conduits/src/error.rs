@@ -1,0 +1,128 @@
+//! Errors every conduit reports. Each names the PE and the offending value so
+//! the runtime can print one clear line.
+
+use gasnet_core::AmError;
+use std::fmt;
+
+/// Result of a conduit call.
+pub type Result<T> = std::result::Result<T, ConduitError>;
+
+/// What went wrong in a conduit call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConduitError {
+    /// A target PE outside `0..size`.
+    PeOutOfRange {
+        /// The PE asked for.
+        pe: usize,
+        /// The job size.
+        size: usize,
+    },
+    /// `offset..offset+len` does not lie inside the segment.
+    OutOfSegment {
+        /// Target PE.
+        pe: usize,
+        /// Offset asked for.
+        offset: usize,
+        /// Length asked for.
+        len: usize,
+        /// The segment length.
+        segment_len: usize,
+    },
+    /// An atomic on a word not aligned to its width.
+    Misaligned {
+        /// Target PE.
+        pe: usize,
+        /// Offset asked for.
+        offset: usize,
+        /// Required alignment in bytes.
+        align: usize,
+    },
+    /// A peer died, exited early or stopped answering.
+    PeerFailed {
+        /// The failed PE.
+        pe: usize,
+        /// What was observed.
+        reason: String,
+    },
+    /// The job environment or bootstrap is wrong or failed.
+    Bootstrap(String),
+    /// An operating-system call failed.
+    Io(String),
+    /// An active-message error.
+    Am(AmError),
+    /// The conduit does not support this call.
+    Unsupported(&'static str),
+}
+
+impl fmt::Display for ConduitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConduitError::PeOutOfRange { pe, size } => {
+                write!(f, "PE {pe} is out of range (job has {size} PEs: 0..{size})")
+            }
+            ConduitError::OutOfSegment {
+                pe,
+                offset,
+                len,
+                segment_len,
+            } => write!(
+                f,
+                "bytes {offset}..{} on PE {pe} lie outside the {segment_len}-byte symmetric segment",
+                offset.saturating_add(*len)
+            ),
+            ConduitError::Misaligned { pe, offset, align } => write!(
+                f,
+                "atomic at offset {offset:#x} on PE {pe} is not {align}-byte aligned"
+            ),
+            ConduitError::PeerFailed { pe, reason } => write!(f, "PE {pe} failed: {reason}"),
+            ConduitError::Bootstrap(s) => write!(f, "bootstrap: {s}"),
+            ConduitError::Io(s) => write!(f, "I/O: {s}"),
+            ConduitError::Am(e) => write!(f, "active message: {e}"),
+            ConduitError::Unsupported(s) => write!(f, "unsupported: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for ConduitError {}
+
+impl From<AmError> for ConduitError {
+    fn from(e: AmError) -> Self {
+        ConduitError::Am(e)
+    }
+}
+
+impl From<std::io::Error> for ConduitError {
+    fn from(e: std::io::Error) -> Self {
+        ConduitError::Io(e.to_string())
+    }
+}
+
+/// Checks that `pe` exists and `offset..offset+len` lies in a segment of
+/// `segment_len` bytes.
+///
+/// ```
+/// use conduits::error::check_range;
+/// assert!(check_range(1, 2, 0, 8, 64).is_ok());
+/// assert!(check_range(2, 2, 0, 8, 64).is_err());
+/// assert!(check_range(0, 2, 60, 8, 64).is_err());
+/// ```
+pub fn check_range(
+    pe: usize,
+    size: usize,
+    offset: usize,
+    len: usize,
+    segment_len: usize,
+) -> Result<()> {
+    if pe >= size {
+        return Err(ConduitError::PeOutOfRange { pe, size });
+    }
+    match offset.checked_add(len) {
+        Some(end) if end <= segment_len => Ok(()),
+        _ => Err(ConduitError::OutOfSegment {
+            pe,
+            offset,
+            len,
+            segment_len,
+        }),
+    }
+}

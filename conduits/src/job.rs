@@ -1,0 +1,185 @@
+//! The job environment a launcher hands each PE.
+//!
+//! `oshrun` sets `FSHMEM_RANK`, `FSHMEM_SIZE`, `FSHMEM_JOB_ID` and
+//! `FSHMEM_CONDUIT`. A program started without them runs as a singleton job
+//! of one PE.
+
+use crate::error::{ConduitError, Result};
+use std::fmt;
+use std::str::FromStr;
+
+/// Which transport a job uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ConduitKind {
+    /// Shared-memory emulator (the default).
+    #[default]
+    Smp,
+    /// UDP/IPv6 bridge.
+    Ipv6,
+    /// FPGA board (or devsim).
+    Fpga,
+}
+
+impl FromStr for ConduitKind {
+    type Err = ConduitError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "smp" => Ok(ConduitKind::Smp),
+            "ipv6" => Ok(ConduitKind::Ipv6),
+            "fpga" => Ok(ConduitKind::Fpga),
+            other => Err(ConduitError::Bootstrap(format!(
+                "FSHMEM_CONDUIT={other:?} is not a conduit (expected smp, ipv6 or fpga)"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for ConduitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConduitKind::Smp => "smp",
+            ConduitKind::Ipv6 => "ipv6",
+            ConduitKind::Fpga => "fpga",
+        })
+    }
+}
+
+/// Rank, size, job id and conduit of this PE.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobEnv {
+    /// This PE's rank.
+    pub rank: usize,
+    /// Number of PEs.
+    pub size: usize,
+    /// Names the job's shared resources (shared memory, sockets, files);
+    /// only `[A-Za-z0-9_-]`.
+    pub job_id: String,
+    /// The transport.
+    pub conduit: ConduitKind,
+}
+
+impl JobEnv {
+    /// Reads the job from the process environment; a singleton job when no
+    /// launcher variables are set.
+    pub fn from_env() -> Result<JobEnv> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads the job through `get` (testable without touching the process
+    /// environment). Every bad value is an error naming the variable.
+    ///
+    /// ```
+    /// use conduits::JobEnv;
+    /// let env = |k: &str| match k {
+    ///     "FSHMEM_RANK" => Some("1".to_string()),
+    ///     "FSHMEM_SIZE" => Some("4".to_string()),
+    ///     "FSHMEM_JOB_ID" => Some("j42".to_string()),
+    ///     _ => None,
+    /// };
+    /// let job = JobEnv::from_lookup(env).unwrap();
+    /// assert_eq!((job.rank, job.size), (1, 4));
+    /// ```
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv> {
+        let conduit = match get("FSHMEM_CONDUIT") {
+            Some(s) => s.parse()?,
+            None => ConduitKind::Smp,
+        };
+        let (rank, size, job_id) = match (get("FSHMEM_RANK"), get("FSHMEM_SIZE")) {
+            (None, None) => (0, 1, format!("single{}", std::process::id())),
+            (Some(r), Some(s)) => {
+                let rank = parse_count("FSHMEM_RANK", &r)?;
+                let size = parse_count("FSHMEM_SIZE", &s)?;
+                if size == 0 || size > gasnet_core::MAX_NODES {
+                    return Err(ConduitError::Bootstrap(format!(
+                        "FSHMEM_SIZE={size} must be in 1..={}",
+                        gasnet_core::MAX_NODES
+                    )));
+                }
+                if rank >= size {
+                    return Err(ConduitError::Bootstrap(format!(
+                        "FSHMEM_RANK={rank} must be below FSHMEM_SIZE={size}"
+                    )));
+                }
+                let job = get("FSHMEM_JOB_ID").ok_or_else(|| {
+                    ConduitError::Bootstrap("FSHMEM_JOB_ID is not set".to_string())
+                })?;
+                (rank, size, job)
+            }
+            _ => {
+                return Err(ConduitError::Bootstrap(
+                    "FSHMEM_RANK and FSHMEM_SIZE must be set together".to_string(),
+                ));
+            }
+        };
+        if job_id.is_empty()
+            || job_id.len() > 64
+            || !job_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(ConduitError::Bootstrap(format!(
+                "FSHMEM_JOB_ID={job_id:?} must be 1..=64 characters of [A-Za-z0-9_-]"
+            )));
+        }
+        Ok(JobEnv {
+            rank,
+            size,
+            job_id,
+            conduit,
+        })
+    }
+}
+
+fn parse_count(var: &str, v: &str) -> Result<usize> {
+    v.trim()
+        .parse::<usize>()
+        .map_err(|_| ConduitError::Bootstrap(format!("{var}={v:?} is not a non-negative integer")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let v: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        move |k| v.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone())
+    }
+
+    #[test]
+    fn singleton_without_launcher() {
+        let j = JobEnv::from_lookup(env(&[])).unwrap();
+        assert_eq!((j.rank, j.size, j.conduit), (0, 1, ConduitKind::Smp));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let e = JobEnv::from_lookup(env(&[("FSHMEM_RANK", "x"), ("FSHMEM_SIZE", "2")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("FSHMEM_RANK"), "{e}");
+        let e = JobEnv::from_lookup(env(&[
+            ("FSHMEM_RANK", "2"),
+            ("FSHMEM_SIZE", "2"),
+            ("FSHMEM_JOB_ID", "a"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("below"), "{e}");
+        let e = JobEnv::from_lookup(env(&[
+            ("FSHMEM_RANK", "0"),
+            ("FSHMEM_SIZE", "2"),
+            ("FSHMEM_JOB_ID", "a/b"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("FSHMEM_JOB_ID"), "{e}");
+        let e = JobEnv::from_lookup(env(&[("FSHMEM_CONDUIT", "tcp")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tcp"), "{e}");
+        assert!(JobEnv::from_lookup(env(&[("FSHMEM_SIZE", "2")])).is_err());
+    }
+}

@@ -1,0 +1,143 @@
+//! # conduits
+//!
+//! The transports of fshmem behind one contract (`spec/conduit.md`):
+//!
+//! - [`smp`]: the shared-memory emulator — each PE a process, every PE's
+//!   segment in POSIX shared memory mapped by all, puts as memcpy, atomics as
+//!   CPU atomics. The default.
+//! - `ipv6`: the UDP/IPv6 bridge carrying `spec/wire.md` packets (later).
+//! - `fpga`: a BAR-mapped board or its devsim model (later).
+//!
+//! Hot paths dispatch statically through [`AnyConduit`]; the [`Conduit`]
+//! trait states the contract each transport implements.
+
+pub mod error;
+pub mod job;
+pub mod smp;
+
+pub use error::{ConduitError, Result};
+pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
+pub use job::{ConduitKind, JobEnv};
+
+/// How a put-with-signal updates the signal word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignalOp {
+    /// Store the value.
+    Set,
+    /// Add the value atomically.
+    Add,
+}
+
+/// The contract every conduit meets. Offsets are byte offsets into the
+/// target PE's segment; every PE's segment has the same length.
+///
+/// Ordering, completion and progress rules are those of `spec/conduit.md`:
+/// - operations from one PE to one target are applied in issue order only
+///   across a [`Conduit::fence`]; [`Conduit::quiet`] waits for remote
+///   completion of everything issued before it;
+/// - blocking `put` returns when the source may be reused, blocking `get`
+///   and `atomic` when the result is in hand;
+/// - the conduit serves incoming requests whenever the PE is inside the
+///   runtime (every call polls); conduits with a progress thread also serve
+///   them while the application computes.
+pub trait Conduit {
+    /// This PE's rank, `0..size()`.
+    fn rank(&self) -> usize;
+
+    /// Number of PEs in the job.
+    fn size(&self) -> usize;
+
+    /// Length in bytes of every PE's segment.
+    fn segment_len(&self) -> usize;
+
+    /// Base address of this PE's own segment in this process.
+    fn local_segment(&self) -> *mut u8;
+
+    /// Base address at which this process can load and store `pe`'s segment
+    /// directly, where the transport allows it (smp: yes; ipv6, fpga: no).
+    fn peer_segment(&self, pe: usize) -> Option<*mut u8>;
+
+    /// Copies `src` into `pe`'s segment at `offset`; returns when `src` may
+    /// be reused (not necessarily remotely complete: see `quiet`).
+    fn put(&self, pe: usize, offset: usize, src: &[u8]) -> Result<()>;
+
+    /// Starts a put whose completion `quiet` waits for.
+    ///
+    /// # Safety
+    /// `src..src+len` must stay valid and unmodified until the next
+    /// [`Conduit::quiet`] returns.
+    unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()>;
+
+    /// Copies `dst.len()` bytes from `pe`'s segment at `offset` into `dst`.
+    fn get(&self, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()>;
+
+    /// Starts a get whose completion `quiet` waits for.
+    ///
+    /// # Safety
+    /// `dst..dst+len` must stay valid, and must not be read or written by
+    /// anyone else, until the next [`Conduit::quiet`] returns.
+    unsafe fn get_nbi(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()>;
+
+    /// Performs an atomic on the `width`-wide word at `offset` in `pe`'s
+    /// segment and returns the old value (for non-fetching ops the return
+    /// value is unspecified). Atomic with respect to every other atomic on
+    /// that word from any PE.
+    fn atomic(
+        &self,
+        pe: usize,
+        offset: usize,
+        op: AmoOp,
+        width: AmoWidth,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64>;
+
+    /// Puts `src` at `offset` on `pe`, then updates the 64-bit signal word at
+    /// `sig_offset` on `pe` so that a PE that observes the signal also
+    /// observes the data.
+    fn put_signal(
+        &self,
+        pe: usize,
+        offset: usize,
+        src: &[u8],
+        sig_offset: usize,
+        sig_op: SignalOp,
+        sig_value: u64,
+    ) -> Result<()>;
+
+    /// Orders: puts and atomics issued before the fence to a given PE are
+    /// applied before those issued after it to the same PE.
+    fn fence(&self) -> Result<()>;
+
+    /// Waits until every put, get and atomic issued by this PE is complete
+    /// at its target.
+    fn quiet(&self) -> Result<()>;
+
+    /// Sends an active-message request to `pe`. For Long, `payload` is
+    /// written at `offset` in `pe`'s segment before the handler runs.
+    fn am_request(
+        &self,
+        pe: usize,
+        category: Category,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<()>;
+
+    /// Registers a user AM handler (`gasnet_core::handlers::FIRST_USER..`).
+    fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()>;
+
+    /// Serves pending incoming messages and checks peer liveness.
+    fn poll(&self) -> Result<()>;
+
+    /// The bootstrap barrier over all PEs (not the collective one).
+    fn barrier(&self) -> Result<()>;
+
+    /// The bootstrap all-gather: every PE contributes `mine` (at most
+    /// 1 KiB) and receives every PE's contribution, indexed by rank.
+    fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>>;
+
+    /// Ends the whole job with `status`, from any PE, without a collective.
+    fn global_exit(&self, status: i32) -> !;
+}

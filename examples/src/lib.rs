@@ -1,0 +1,1 @@
+//! Example SPMD programs for fshmem; each binary in `src/bin` is one.

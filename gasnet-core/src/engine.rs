@@ -1,0 +1,1 @@
+//! The reference core engine: the software twin of the hardware GASNet core.

@@ -1,0 +1,3 @@
+//! # shmem
+//!
+//! OpenSHMEM for fshmem: the Rust SPMD API over the conduits.
