@@ -297,8 +297,10 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
 
+    type Sent = (NodeId, Category, u8, Vec<u32>, Vec<u8>);
+
     #[derive(Default)]
-    struct Recorder(Vec<(NodeId, Category, u8, Vec<u32>, Vec<u8>)>);
+    struct Recorder(Vec<Sent>);
     impl ReplySink for Recorder {
         fn send_reply(
             &mut self,
