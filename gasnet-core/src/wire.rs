@@ -375,7 +375,9 @@ impl Header {
         let end = u64::from(self.frag_offset).saturating_add(u64::from(self.payload_len));
         let empty_fragment = self.payload_len == 0 && self.total_len != 0;
         let split_nack = self.ptype == PacketType::Nack && self.is_fragment();
-        if end > u64::from(self.total_len) || empty_fragment || split_nack {
+        let misaligned = self.frag_offset % 8 != 0
+            || (end < u64::from(self.total_len) && self.payload_len % 8 != 0);
+        if end > u64::from(self.total_len) || empty_fragment || split_nack || misaligned {
             return Err(DecodeError::BadFragment {
                 frag_offset: self.frag_offset,
                 payload_len: self.payload_len,
@@ -492,8 +494,9 @@ pub enum DecodeError {
         max: usize,
     },
     /// Fragment fields that do not fit: `frag_offset + payload_len` exceeds
-    /// `total_len`, an empty fragment of a non-empty payload, or a fragmented
-    /// NACK.
+    /// `total_len`, an empty fragment of a non-empty payload, a `frag_offset`
+    /// not a multiple of 8, a fragment other than the last whose length is
+    /// not a multiple of 8, or a fragmented NACK.
     BadFragment {
         /// `frag_offset` found.
         frag_offset: u32,
@@ -1084,8 +1087,9 @@ impl Packet {
     /// Splits an AM into fragments of at most `max_payload` bytes (see
     /// [`max_fragment_payload`]), each repeating the header and arguments
     /// with its own `frag_offset`; `seq` is copied and left to the
-    /// transport. A packet that already fits, or `max_payload == 0`, gives
-    /// itself alone.
+    /// transport. `max_payload` is rounded down to a multiple of 8, as
+    /// `spec/wire.md` requires of every fragment but the last. A packet that
+    /// already fits, or `max_payload < 8`, gives itself alone.
     ///
     /// ```
     /// use gasnet_core::wire::Packet;
@@ -1096,6 +1100,7 @@ impl Packet {
     /// assert!(f.iter().all(|f| f.total_len == 20 && f.offset == 0x1000));
     /// ```
     pub fn fragments(&self, max_payload: usize) -> Vec<Packet> {
+        let max_payload = max_payload & !7;
         if max_payload == 0 || self.payload.len() <= max_payload {
             return vec![self.clone()];
         }
