@@ -182,8 +182,8 @@ pub const fn packet_len(nargs: usize, payload_len: usize) -> usize {
 
 /// The largest fragment payload that keeps a packet with `nargs` arguments
 /// within `datagram` bytes, rounded down to a multiple of 8 so that every
-/// fragment's `frag_offset` stays 8-byte aligned. 0 when not even an empty
-/// packet fits.
+/// fragment's `frag_offset` stays 8-byte aligned. 0 when not even an
+/// 8-byte fragment fits.
 ///
 /// ```
 /// use gasnet_core::wire::{max_fragment_payload, MAX_UDP6_PAYLOAD};
