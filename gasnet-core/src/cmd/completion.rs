@@ -34,7 +34,7 @@ pub enum Status {
     /// CHAIN flag inconsistent with the argument count, or a missing or
     /// malformed continuation slot.
     BadChain = 8,
-    /// Handler index 0, or a compute handler without a compute core.
+    /// AM handler index 0.
     BadHandler = 9,
     /// Target node not below `NODE_COUNT`.
     BadTarget = 10,
