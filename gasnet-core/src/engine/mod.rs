@@ -74,9 +74,12 @@
 //! (see [`layout::engine_owned`]); a reply handler cannot reply
 //! ([`Token`] enforces it). The first error a command's pieces meet becomes
 //! its completion's [`Status`]. Nothing a peer sends makes the engine
-//! panic: packets it cannot attribute (wrong destination, transport control
-//! packets, unsolicited replies, requests naming reply handlers) are
-//! dropped and counted in [`Counters::dropped`]. Handlers must not panic.
+//! panic: a malformed reply that names an outstanding request fails that
+//! request with [`Status::Malformed`]; packets it cannot attribute (wrong
+//! destination, transport control packets, unsolicited replies, requests
+//! naming reply handlers) are dropped and counted in [`Counters::dropped`].
+//! A Long payload is written only once the handler is known to exist.
+//! Handlers must not panic.
 //!
 //! # Ordering, fence and quiet
 //!
@@ -764,7 +767,7 @@ impl<M: Memory> Engine<M> {
             Direction::Request if whole && shaped => self.serve(p, category),
             Direction::Request => self.reject(&p, Status::Malformed),
             Direction::Reply if whole && shaped => self.take_reply(p, category),
-            Direction::Reply => self.drop_packet(),
+            Direction::Reply => self.bad_reply(&p),
         }
     }
 
@@ -892,14 +895,14 @@ impl<M: Memory> Engine<M> {
     /// sure the requester gets exactly one response.
     fn serve_am(&mut self, p: Packet, category: Category) {
         self.counters.requests_served += 1;
+        let Some(f) = self.handlers.get(p.handler) else {
+            return self.ack(p.src, AM_TOKEN, Status::NoHandler);
+        };
         if category == Category::Long {
             if let Err(e) = self.mem.write(p.offset, &p.payload) {
                 return self.ack(p.src, AM_TOKEN, e.into());
             }
         }
-        let Some(f) = self.handlers.get(p.handler) else {
-            return self.ack(p.src, AM_TOKEN, Status::NoHandler);
-        };
         let msg = AmMessage {
             src: p.src,
             category,
@@ -932,7 +935,7 @@ impl<M: Memory> Engine<M> {
         match p.handler {
             handlers::ACK => {
                 if p.args.len() != 2 || category != Category::Short {
-                    return self.drop_packet();
+                    return self.bad_reply(&p);
                 }
                 let status = Status::from_code(p.args[1]);
                 if token == AM_TOKEN {
@@ -945,7 +948,7 @@ impl<M: Memory> Engine<M> {
             }
             handlers::GET_REPLY => {
                 if p.args.len() != 1 {
-                    return self.drop_packet();
+                    return self.bad_reply(&p);
                 }
                 let Some(piece) = self.close_piece(token, src) else {
                     return self.drop_packet();
@@ -955,7 +958,7 @@ impl<M: Memory> Engine<M> {
             }
             handlers::AMO_REPLY => {
                 if p.args.len() != 3 || category != Category::Short {
-                    return self.drop_packet();
+                    return self.bad_reply(&p);
                 }
                 let Some(piece) = self.close_piece(token, src) else {
                     return self.drop_packet();
@@ -973,6 +976,25 @@ impl<M: Memory> Engine<M> {
             }
             h if engine_owned(h) => self.drop_packet(),
             _ => self.answer_am(src, Status::Ok, Some((p, category))),
+        }
+    }
+
+    /// A reply too malformed to use: if it names an outstanding request, that
+    /// request fails with [`Status::Malformed`] rather than waiting forever.
+    fn bad_reply(&mut self, p: &Packet) {
+        let token = p.args.first().copied();
+        match p.handler {
+            handlers::ACK if token == Some(AM_TOKEN) => {
+                self.answer_am(p.src, Status::Malformed, None)
+            }
+            handlers::ACK | handlers::GET_REPLY | handlers::AMO_REPLY => {
+                match token.and_then(|t| self.close_piece(t, p.src)) {
+                    Some(piece) => self.settle(piece.cmd, Status::Malformed),
+                    None => self.drop_packet(),
+                }
+            }
+            h if engine_owned(h) => self.drop_packet(),
+            _ => self.answer_am(p.src, Status::Malformed, None),
         }
     }
 
@@ -1025,14 +1047,14 @@ impl<M: Memory> Engine<M> {
     }
 
     fn run_reply_handler(&mut self, p: &Packet, category: Category) -> Status {
+        let Some(f) = self.handlers.get(p.handler) else {
+            return Status::NoHandler;
+        };
         if category == Category::Long {
             if let Err(e) = self.mem.write(p.offset, &p.payload) {
                 return e.into();
             }
         }
-        let Some(f) = self.handlers.get(p.handler) else {
-            return Status::NoHandler;
-        };
         let msg = AmMessage {
             src: p.src,
             category,
@@ -1063,4 +1085,94 @@ fn remote_range(offset: u64, len: u64) -> Result<(), SubmitError> {
         .checked_add(len)
         .map(|_| ())
         .ok_or(SubmitError::RemoteOverflow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn engine_can_move_to_a_progress_thread() {
+        assert_send::<Engine<Vec<u8>>>();
+    }
+
+    #[test]
+    fn tokens_wrap_around_and_never_use_the_am_token() {
+        let mut e = Engine::new(0, 2, vec![0u8; 64]);
+        e.next_token = u32::MAX - 1;
+        for tag in 0..3 {
+            let source = PutSource::Bytes(vec![1]);
+            e.submit(
+                tag,
+                Command::Put {
+                    dst: 1,
+                    offset: 0,
+                    source,
+                },
+            )
+            .unwrap();
+        }
+        let tokens: Vec<u32> = std::iter::from_fn(|| e.next_outgoing())
+            .map(|p| p.args[0])
+            .collect();
+        assert_eq!(tokens, vec![u32::MAX, 1, 2]);
+        assert_eq!(e.in_flight, 3);
+    }
+
+    #[test]
+    fn malformed_replies_to_outstanding_requests_fail_them() {
+        let mut e = Engine::new(0, 2, vec![0u8; 64]);
+        let cmd = Command::Get {
+            dst: 1,
+            offset: 0,
+            len: 8,
+            into: GetInto::Buffer,
+        };
+        e.submit(5, cmd).unwrap();
+        let req = e.next_outgoing().unwrap();
+        // A fragment of the reply: the transport should have reassembled it.
+        let mut frag = am_packet(
+            1,
+            0,
+            Category::Medium,
+            Direction::Reply,
+            handlers::GET_REPLY,
+            vec![req.args[0]],
+            vec![0; 4],
+            0,
+        );
+        frag.total_len = 8;
+        e.receive(frag);
+        let c = e.poll_completion().unwrap();
+        assert_eq!((c.tag, c.status), (5, Status::Malformed));
+        assert_eq!((e.outstanding(), e.in_flight), (0, 0));
+
+        let cmd = Command::AmRequest {
+            dst: 1,
+            category: Category::Short,
+            handler: 64,
+            args: vec![],
+            payload: vec![],
+            offset: 0,
+        };
+        e.submit(6, cmd).unwrap();
+        e.next_outgoing().unwrap();
+        let short_ack = am_packet(
+            1,
+            0,
+            Category::Short,
+            Direction::Reply,
+            handlers::ACK,
+            vec![AM_TOKEN],
+            vec![],
+            0,
+        );
+        e.receive(short_ack);
+        let c = e.poll_completion().unwrap();
+        assert_eq!((c.tag, c.status), (6, Status::Malformed));
+        assert_eq!((e.outstanding(), e.in_flight), (0, 0));
+        assert_eq!(e.counters().dropped, 0);
+    }
 }
