@@ -1,1 +1,0 @@
-//! The reference core engine: the software twin of the hardware GASNet core.
