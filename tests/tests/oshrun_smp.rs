@@ -285,3 +285,18 @@ fn unprefixed_output_passes_through() {
     lines.sort();
     assert_eq!(lines, ["rank=0/3", "rank=1/3", "rank=2/3"]);
 }
+
+#[test]
+fn bind_core_pins_each_pe_to_one_cpu() {
+    let script = "echo $FSHMEM_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)";
+    let out = oshrun(&["-n", "3", "sh", "-c", script]);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 3, "{out:?}");
+    for line in out.stdout.lines() {
+        let cpus = line.split_whitespace().nth(1).unwrap_or("");
+        assert!(
+            !cpus.is_empty() && cpus.bytes().all(|b| b.is_ascii_digit()),
+            "PE not pinned to one CPU: {line:?}"
+        );
+    }
+}
