@@ -14,10 +14,12 @@
 pub mod error;
 pub mod job;
 pub mod smp;
+pub mod wait;
 
 pub use error::{ConduitError, Result};
 pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 pub use job::{ConduitKind, JobEnv};
+pub use smp::SmpConduit;
 
 /// How a put-with-signal updates the signal word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,4 +142,152 @@ pub trait Conduit {
 
     /// Ends the whole job with `status`, from any PE, without a collective.
     fn global_exit(&self, status: i32) -> !;
+}
+
+/// Every conduit behind one type, dispatched statically by `match` so that
+/// hot paths inline (the `ipv6` and `fpga` variants join later).
+#[derive(Debug)]
+pub enum AnyConduit {
+    /// The shared-memory emulator.
+    Smp(SmpConduit),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $c:ident => $e:expr) => {
+        match $self {
+            AnyConduit::Smp($c) => $e,
+        }
+    };
+}
+
+impl AnyConduit {
+    /// Attaches to the job `job` describes with a segment of `segment_len`
+    /// bytes on every PE, through the conduit `job.conduit` names.
+    /// Collective over the job.
+    pub fn attach(job: &JobEnv, segment_len: usize) -> Result<AnyConduit> {
+        match job.conduit {
+            ConduitKind::Smp => Ok(AnyConduit::Smp(SmpConduit::attach(job, segment_len)?)),
+            ConduitKind::Ipv6 => Err(ConduitError::Unsupported(
+                "the ipv6 conduit is not available in this build (use smp)",
+            )),
+            ConduitKind::Fpga => Err(ConduitError::Unsupported(
+                "the fpga conduit is not available in this build (use smp)",
+            )),
+        }
+    }
+
+    /// Which conduit this is.
+    pub fn kind(&self) -> ConduitKind {
+        dispatch!(self, _c => ConduitKind::Smp)
+    }
+
+    /// Leaves the job: a barrier with every PE, then this PE is marked as
+    /// finalized. Collective; calling it again does nothing.
+    pub fn finalize(&self) -> Result<()> {
+        dispatch!(self, c => c.finalize())
+    }
+
+    /// Registers a system handler (`1..FIRST_USER`) for the runtime layers.
+    pub fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        dispatch!(self, c => c.register_system_handler(index, f))
+    }
+}
+
+impl Conduit for AnyConduit {
+    #[inline]
+    fn rank(&self) -> usize {
+        dispatch!(self, c => c.rank())
+    }
+    #[inline]
+    fn size(&self) -> usize {
+        dispatch!(self, c => c.size())
+    }
+    #[inline]
+    fn segment_len(&self) -> usize {
+        dispatch!(self, c => c.segment_len())
+    }
+    #[inline]
+    fn local_segment(&self) -> *mut u8 {
+        dispatch!(self, c => c.local_segment())
+    }
+    #[inline]
+    fn peer_segment(&self, pe: usize) -> Option<*mut u8> {
+        dispatch!(self, c => c.peer_segment(pe))
+    }
+    #[inline]
+    fn put(&self, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+        dispatch!(self, c => c.put(pe, offset, src))
+    }
+    #[inline]
+    unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+        // SAFETY: the caller upholds put_nbi's contract, passed on unchanged.
+        dispatch!(self, c => unsafe { c.put_nbi(pe, offset, src, len) })
+    }
+    #[inline]
+    fn get(&self, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        dispatch!(self, c => c.get(pe, offset, dst))
+    }
+    #[inline]
+    unsafe fn get_nbi(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+        // SAFETY: the caller upholds get_nbi's contract, passed on unchanged.
+        dispatch!(self, c => unsafe { c.get_nbi(pe, offset, dst, len) })
+    }
+    #[inline]
+    fn atomic(
+        &self,
+        pe: usize,
+        offset: usize,
+        op: AmoOp,
+        width: AmoWidth,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64> {
+        dispatch!(self, c => c.atomic(pe, offset, op, width, operand, compare))
+    }
+    #[inline]
+    fn put_signal(
+        &self,
+        pe: usize,
+        offset: usize,
+        src: &[u8],
+        sig_offset: usize,
+        sig_op: SignalOp,
+        sig_value: u64,
+    ) -> Result<()> {
+        dispatch!(self, c => c.put_signal(pe, offset, src, sig_offset, sig_op, sig_value))
+    }
+    #[inline]
+    fn fence(&self) -> Result<()> {
+        dispatch!(self, c => c.fence())
+    }
+    #[inline]
+    fn quiet(&self) -> Result<()> {
+        dispatch!(self, c => c.quiet())
+    }
+    fn am_request(
+        &self,
+        pe: usize,
+        category: Category,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<()> {
+        dispatch!(self, c => c.am_request(pe, category, handler, args, payload, offset))
+    }
+    fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        dispatch!(self, c => c.register_handler(index, f))
+    }
+    fn poll(&self) -> Result<()> {
+        dispatch!(self, c => c.poll())
+    }
+    fn barrier(&self) -> Result<()> {
+        dispatch!(self, c => c.barrier())
+    }
+    fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        dispatch!(self, c => c.exchange(mine))
+    }
+    fn global_exit(&self, status: i32) -> ! {
+        dispatch!(self, c => c.global_exit(status))
+    }
 }

@@ -1,0 +1,153 @@
+//! POSIX shared-memory files and their mappings.
+//!
+//! Every object of a job lives in a file of [`SHM_DIR`] named
+//! `fshmem-<job>-<what>`: `<what>` is a PE's rank for its segment and `ctl`
+//! for the job control block. Files are created exclusively, sized with
+//! `ftruncate` (so they read as zeros), and mapped shared by every PE.
+
+use crate::error::{ConduitError, Result};
+use memmap2::{MmapOptions, MmapRaw};
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Where the job's shared-memory files live.
+pub const SHM_DIR: &str = "/dev/shm";
+
+/// The common prefix of a job's file names, `fshmem-<job>-`.
+pub fn job_prefix(job_id: &str) -> String {
+    format!("fshmem-{job_id}-")
+}
+
+/// The file holding `what` (a rank, or `ctl`) of job `job_id`.
+pub fn job_file(job_id: &str, what: &str) -> PathBuf {
+    Path::new(SHM_DIR).join(format!("{}{what}", job_prefix(job_id)))
+}
+
+/// Every file of job `job_id` present in [`SHM_DIR`]: names
+/// `fshmem-<job>-ctl` and `fshmem-<job>-<rank>` only, so that job `a` never
+/// matches the files of job `a-1`.
+pub fn job_files(job_id: &str) -> Vec<PathBuf> {
+    let prefix = job_prefix(job_id);
+    let Ok(dir) = std::fs::read_dir(SHM_DIR) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = dir
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else {
+                return false;
+            };
+            match name.strip_prefix(&prefix) {
+                Some("ctl") => true,
+                Some(rest) => !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()),
+                None => false,
+            }
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// Removes every file of job `job_id` ([`job_files`]); returns how many were
+/// removed. Used by launchers after a job ends, however it ended.
+pub fn remove_job_files(job_id: &str) -> usize {
+    job_files(job_id)
+        .into_iter()
+        .filter(|p| std::fs::remove_file(p).is_ok())
+        .count()
+}
+
+/// A file this process created; removed on drop unless [`Created::keep`]
+/// was called, so that a failed bootstrap leaves nothing behind.
+pub(crate) struct Created {
+    path: Option<PathBuf>,
+}
+
+impl Created {
+    /// Removes the file now.
+    pub(crate) fn remove(mut self) {
+        if let Some(p) = self.path.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        if let Some(p) = self.path.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Creates `path` exclusively with `len` zero bytes.
+pub(crate) fn create(path: &Path, len: usize) -> Result<(File, Created)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == ErrorKind::AlreadyExists {
+                ConduitError::Bootstrap(format!(
+                    "{} already exists: another job uses this job id, or a crashed job left \
+                     it behind (remove it, or choose another FSHMEM_JOB_ID)",
+                    path.display()
+                ))
+            } else {
+                ConduitError::Io(format!("cannot create {}: {e}", path.display()))
+            }
+        })?;
+    let guard = Created {
+        path: Some(path.to_path_buf()),
+    };
+    file.set_len(len as u64).map_err(|e| {
+        ConduitError::Io(format!(
+            "cannot size {} to {len} bytes: {e}",
+            path.display()
+        ))
+    })?;
+    Ok((file, guard))
+}
+
+/// Opens an existing `path` for reading and writing; `Ok(None)` when it does
+/// not exist (yet).
+pub(crate) fn open(path: &Path) -> Result<Option<File>> {
+    match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConduitError::Io(format!(
+            "cannot open {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// A shared mapping of the first `len` bytes of a file. The memory is
+/// written by other processes, so it is only ever reached through raw
+/// pointers and atomics, never through Rust references to plain data.
+pub(crate) struct Region {
+    map: MmapRaw,
+}
+
+impl Region {
+    /// Maps `len` bytes of `file` shared, read-write.
+    pub(crate) fn map(file: &File, len: usize, what: &Path) -> Result<Region> {
+        let map = MmapOptions::new()
+            .len(len.max(1))
+            .map_raw(file)
+            .map_err(|e| ConduitError::Io(format!("cannot map {}: {e}", what.display())))?;
+        Ok(Region { map })
+    }
+
+    /// Base address of the mapping.
+    #[inline]
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+}

@@ -1,0 +1,308 @@
+//! In-process tests: several PEs of one job as threads of this process.
+
+use super::*;
+use gasnet_core::handlers::FIRST_USER;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+fn job(rank: usize, size: usize, id: &str) -> JobEnv {
+    JobEnv {
+        rank,
+        size,
+        job_id: id.to_string(),
+        conduit: crate::ConduitKind::Smp,
+    }
+}
+
+fn unique_id(tag: &str) -> String {
+    format!(
+        "t{}x{}{tag}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Runs `f` on `n` PEs (threads) of one fresh job.
+fn run_job<T: Send>(n: usize, seg: usize, f: impl Fn(&SmpConduit) -> T + Sync) -> Vec<T> {
+    let id = unique_id("j");
+    let out = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|r| {
+                let (id, f) = (&id, &f);
+                s.spawn(move || {
+                    let c = SmpConduit::attach(&job(r, n, id), seg).unwrap();
+                    let v = f(&c);
+                    c.finalize().unwrap();
+                    v
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        job_files(&id).is_empty(),
+        "job files left: {:?}",
+        job_files(&id)
+    );
+    out
+}
+
+#[test]
+fn singleton_put_get_atomic() {
+    run_job(1, 4096, |c| {
+        assert_eq!((c.rank(), c.size(), c.segment_len()), (0, 1, 4096));
+        c.put(0, 8, &[1, 2, 3]).unwrap();
+        let mut b = [0u8; 3];
+        c.get(0, 8, &mut b).unwrap();
+        assert_eq!(b, [1, 2, 3]);
+        assert_eq!(
+            c.atomic(0, 16, AmoOp::FetchAdd, AmoWidth::W64, 5, 0)
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            c.atomic(0, 16, AmoOp::Fetch, AmoWidth::W64, 0, 0).unwrap(),
+            5
+        );
+        assert!(matches!(
+            c.atomic(0, 18, AmoOp::Fetch, AmoWidth::W32, 0, 0),
+            Err(ConduitError::Misaligned { align: 4, .. })
+        ));
+        assert!(matches!(
+            c.put(0, 4090, &[0; 8]),
+            Err(ConduitError::OutOfSegment { .. })
+        ));
+        assert!(matches!(
+            c.put(1, 0, &[0]),
+            Err(ConduitError::PeOutOfRange { .. })
+        ));
+        assert_eq!(c.exchange(b"solo").unwrap(), vec![b"solo".to_vec()]);
+    });
+}
+
+#[test]
+fn all_pairs_puts_atomics_exchange() {
+    const N: usize = 4;
+    let res = run_job(N, 1 << 16, |c| {
+        let me = c.rank();
+        for pe in 0..N {
+            c.put(pe, 64 * me, &[me as u8 + 1; 64]).unwrap();
+            c.atomic(pe, 8192, AmoOp::Add, AmoWidth::W64, 1 << me, 0)
+                .unwrap();
+            c.atomic(pe, 8200, AmoOp::FetchAdd, AmoWidth::W32, 1, 0)
+                .unwrap();
+        }
+        c.barrier().unwrap();
+        for src in 0..N {
+            let mut b = [0u8; 64];
+            c.get(me, 64 * src, &mut b).unwrap();
+            assert_eq!(b, [src as u8 + 1; 64]);
+        }
+        let all = c.exchange(format!("pe{me}").as_bytes()).unwrap();
+        (
+            c.atomic(me, 8192, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                .unwrap(),
+            c.atomic(me, 8200, AmoOp::Fetch, AmoWidth::W32, 0, 0)
+                .unwrap(),
+            all,
+        )
+    });
+    for (sum, cnt, all) in res {
+        assert_eq!(sum, (1 << N) - 1);
+        assert_eq!(cnt, N as u64);
+        assert_eq!(
+            all,
+            (0..N)
+                .map(|r| format!("pe{r}").into_bytes())
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn am_request_reply_storm_does_not_deadlock() {
+    // Every PE floods every PE (itself included) with more requests than a
+    // ring holds; each request is answered; all replies must arrive.
+    const N: usize = 3;
+    const PER: u32 = 200;
+    run_job(N, 1 << 16, |c| {
+        let got = Arc::new(AtomicUsize::new(0));
+        let sum = Arc::new(AtomicUsize::new(0));
+        c.register_handler(
+            FIRST_USER,
+            Arc::new(|tok, m| {
+                let s: u32 = m.payload.iter().map(|&b| b as u32).sum();
+                tok.reply_short(FIRST_USER + 1, &[m.args[0], s]).unwrap();
+            }),
+        )
+        .unwrap();
+        let (g, s) = (got.clone(), sum.clone());
+        c.register_handler(
+            FIRST_USER + 1,
+            Arc::new(move |_tok, m| {
+                g.fetch_add(1, Ordering::Relaxed);
+                s.fetch_add(m.args[1] as usize, Ordering::Relaxed);
+            }),
+        )
+        .unwrap();
+        c.barrier().unwrap();
+        for i in 0..PER {
+            for pe in 0..N {
+                c.am_request(pe, Category::Medium, FIRST_USER, &[i], &[1, 2, 3], 0)
+                    .unwrap();
+            }
+        }
+        let mut b = Backoff::new();
+        while got.load(Ordering::Relaxed) < N * PER as usize {
+            c.poll().unwrap();
+            b.snooze();
+        }
+        assert_eq!(sum.load(Ordering::Relaxed), 6 * N * PER as usize);
+        c.barrier().unwrap();
+    });
+}
+
+#[test]
+fn long_am_lands_in_segment() {
+    run_job(2, 1 << 17, |c| {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s = seen.clone();
+        c.register_handler(
+            FIRST_USER,
+            Arc::new(move |_t, m| {
+                assert_eq!(m.offset, 4096);
+                assert!(m.payload.iter().all(|&b| b == 0xab));
+                s.store(m.payload.len(), Ordering::Release);
+            }),
+        )
+        .unwrap();
+        c.barrier().unwrap();
+        let peer = 1 - c.rank();
+        c.am_request(peer, Category::Long, FIRST_USER, &[], &[0xab; 65536], 4096)
+            .unwrap();
+        let mut b = Backoff::new();
+        while seen.load(Ordering::Acquire) == 0 {
+            c.poll().unwrap();
+            b.snooze();
+        }
+        assert_eq!(seen.load(Ordering::Acquire), 65536);
+        c.barrier().unwrap();
+    });
+}
+
+#[test]
+fn put_signal_orders_data_before_signal() {
+    run_job(2, 1 << 16, |c| {
+        if c.rank() == 0 {
+            for round in 1..=200u64 {
+                c.put_signal(
+                    1,
+                    0,
+                    &round.to_le_bytes().repeat(64),
+                    4096,
+                    SignalOp::Set,
+                    round,
+                )
+                .unwrap();
+                // Wait for the ack before the next round.
+                let mut b = Backoff::new();
+                while c
+                    .atomic(0, 8192, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .unwrap()
+                    != round
+                {
+                    b.snooze();
+                }
+            }
+        } else {
+            for round in 1..=200u64 {
+                let mut b = Backoff::new();
+                while c
+                    .atomic(1, 4096, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .unwrap()
+                    != round
+                {
+                    b.snooze();
+                }
+                let mut buf = [0u8; 512];
+                c.get(1, 0, &mut buf).unwrap();
+                assert_eq!(buf.to_vec(), round.to_le_bytes().repeat(64));
+                c.atomic(0, 8192, AmoOp::Set, AmoWidth::W64, round, 0)
+                    .unwrap();
+            }
+        }
+        c.barrier().unwrap();
+    });
+}
+
+#[test]
+fn mismatched_segment_len_is_refused() {
+    let id = unique_id("m");
+    std::thread::scope(|s| {
+        let a = s.spawn(|| SmpConduit::attach(&job(0, 2, &id), 4096).map(|_| ()));
+        let b = s.spawn(|| SmpConduit::attach(&job(1, 2, &id), 8192).map(|_| ()));
+        let e = b.join().unwrap().unwrap_err().to_string();
+        assert!(e.contains("8192") && e.contains("4096"), "{e}");
+        // PE 0 waits for PE 1, which gave up: it must report PE 1.
+        match a.join().unwrap() {
+            Err(ConduitError::PeerFailed { pe: 1, .. }) => {}
+            other => panic!("expected PE 1 to be reported, got {other:?}"),
+        }
+    });
+    remove_job_files(&id);
+}
+
+#[test]
+fn peer_that_left_fails_the_barrier() {
+    let id = unique_id("f");
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|r| {
+                let id = &id;
+                s.spawn(move || {
+                    let c = SmpConduit::attach(&job(r, 2, id), 4096)?;
+                    if r == 1 {
+                        drop(c); // leaves without finalize
+                        return Ok(());
+                    }
+                    c.barrier()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(results[1].is_ok());
+    match &results[0] {
+        Err(ConduitError::PeerFailed { pe: 1, .. }) => {}
+        other => panic!("expected PE 1 to be reported, got {other:?}"),
+    }
+    assert!(job_files(&id).is_empty());
+}
+
+#[test]
+fn stale_files_give_a_clear_error() {
+    let id = unique_id("s");
+    let path = job_file(&id, "ctl");
+    std::fs::write(&path, b"x").unwrap();
+    let e = SmpConduit::attach(&job(0, 1, &id), 64)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("already exists"), "{e}");
+    assert_eq!(remove_job_files(&id), 1);
+}
+
+#[test]
+fn job_files_match_only_this_job() {
+    let id = unique_id("k");
+    let other = format!("{id}-1");
+    let mine = [job_file(&id, "3"), job_file(&id, "ctl")];
+    let theirs = [job_file(&other, "ctl"), job_file(&other, "0")];
+    for p in mine.iter().chain(&theirs) {
+        std::fs::write(p, b"").unwrap();
+    }
+    assert_eq!(job_files(&id), mine.to_vec());
+    assert_eq!(remove_job_files(&id), 2);
+    assert_eq!(remove_job_files(&other), 2);
+}
