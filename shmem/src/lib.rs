@@ -67,6 +67,7 @@ pub use pod::{AmoElem, AmoInt, Pod};
 pub use sym::SymVec;
 pub use wait::Cmp;
 
+use conduits::Conduit;
 use runtime::{Runtime, with_runtime};
 use std::ptr::NonNull;
 

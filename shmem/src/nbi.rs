@@ -31,6 +31,7 @@ use crate::error::Result;
 use crate::pod::Pod;
 use crate::runtime::Runtime;
 use crate::sym::SymVec;
+use conduits::Conduit;
 use std::marker::PhantomData;
 
 /// Issues non-blocking calls whose buffers live for `'scope`; created by

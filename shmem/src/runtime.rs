@@ -28,8 +28,8 @@
 use crate::alloc::HeapAllocator;
 use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION, format_size};
 use crate::error::{Result, ShmemError};
-use crate::wait::Backoff;
-use conduits::{AmoOp, AmoWidth, Conduit, ConduitError, JobEnv};
+use conduits::wait::Backoff;
+use conduits::{AmoOp, AmoWidth, AnyConduit, Conduit, ConduitError, JobEnv};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
@@ -61,17 +61,8 @@ pub mod layout {
     pub const HEAP: usize = 0x10000;
 }
 
-/// What the runtime runs on. Every conduit call goes through this type.
-pub(crate) type Backend = Box<dyn Conduit + Send + Sync>;
-
-/// Attaches the conduit the job environment names with a segment of
-/// `segment_len` bytes.
-fn attach(job: &JobEnv, segment_len: usize) -> conduits::Result<Backend> {
-    let _ = (job, segment_len);
-    Err(ConduitError::Unsupported(
-        "no conduit is available in this build",
-    ))
-}
+/// What the runtime runs on: every conduit, dispatched statically.
+pub(crate) type Backend = AnyConduit;
 
 /// The runtime state of this process.
 pub struct Runtime {
@@ -129,8 +120,8 @@ impl Runtime {
                 expected: "a size that leaves room for the runtime's 64 KiB".to_string(),
             })?;
         let me = job.rank;
-        let conduit =
-            attach(&job, segment_len).map_err(|e| ShmemError::conduit(me, "shmem_init", e))?;
+        let conduit = AnyConduit::attach(&job, segment_len)
+            .map_err(|e| ShmemError::conduit(me, "shmem_init", e))?;
         let got = conduit.segment_len();
         if got < segment_len {
             return Err(ShmemError::conduit(
@@ -350,12 +341,13 @@ impl Runtime {
         }
     }
 
-    /// Finalizes: quiet, barrier, and the conduit's bootstrap barrier so no
-    /// PE detaches while a peer still reaches its segment.
+    /// Finalizes: quiet, barrier, then the conduit leaves the job (its own
+    /// collective, so no PE detaches while a peer still reaches its
+    /// segment).
     fn finalize(&self) -> Result<()> {
         self.barrier_all("shmem_finalize")?;
         self.conduit
-            .barrier()
+            .finalize()
             .map_err(|e| self.err("shmem_finalize", e))
     }
 }

@@ -16,7 +16,7 @@ use crate::error::{Result, ShmemError};
 use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
 use crate::runtime::{Runtime, layout};
 use crate::wait::Cmp;
-use conduits::{AmoOp, SignalOp};
+use conduits::{AmoOp, Conduit, SignalOp};
 use std::marker::PhantomData;
 
 /// A symmetric array of `len` elements of `T`, one copy on every PE.

@@ -42,24 +42,3 @@ impl Cmp {
         }
     }
 }
-
-/// Spin briefly, then yield.
-#[derive(Debug, Default)]
-pub(crate) struct Backoff {
-    steps: u32,
-}
-
-impl Backoff {
-    pub(crate) fn new() -> Backoff {
-        Backoff { steps: 0 }
-    }
-
-    pub(crate) fn snooze(&mut self) {
-        if self.steps < 32 {
-            std::hint::spin_loop();
-            self.steps += 1;
-        } else {
-            std::thread::yield_now();
-        }
-    }
-}
