@@ -4,6 +4,7 @@
 //! ```sh
 //! target/release/oshrun -n 4 target/release/examples/api_check
 //! target/release/oshrun -n 3 target/release/examples/api_check global_exit  # exits 7
+//! SHMEM_DEBUG=1 target/release/oshrun -n 3 target/release/examples/api_check not_collective
 //! ```
 
 use shmem::{Cmp, Shmem, ShmemError, SignalOp, SymVec};
@@ -458,6 +459,33 @@ fn main() {
         let r = sh.barrier_all();
         eprintln!("PE {me}: barrier returned {r:?} instead of the job exiting");
         std::process::exit(1);
+    }
+    if std::env::args().nth(1).as_deref() == Some("not_collective") {
+        // PEs ask for different sizes: with SHMEM_DEBUG every PE but 0 sees
+        // the mismatch, and all of them stay in step.
+        let r = sh.malloc::<u8>(16 + 16 * me);
+        let ok = match &r {
+            Ok(_) => me == 0 || !sh.config().debug,
+            Err(e) => {
+                let text = e.to_string();
+                let want = format!(
+                    "PE {me}: shmem_malloc: not collective: this PE asked for {} bytes",
+                    16 + 16 * me
+                );
+                me != 0 && matches!(e, ShmemError::NotCollective { .. }) && text.starts_with(&want)
+            }
+        };
+        check!(me, "NotCollective reported", ok, true);
+        // Only PE 0 holds the object: freeing it would be a collective call
+        // the others do not make.
+        std::mem::forget(r);
+        let _ = sh.barrier_all();
+        let failed = FAILURES.load(Ordering::Relaxed);
+        drop(sh);
+        if me == 0 && failed == 0 {
+            println!("api_check not_collective: passed");
+        }
+        std::process::exit((failed != 0) as i32);
     }
     if let Err(e) = run(&sh) {
         eprintln!("api_check: {e}");

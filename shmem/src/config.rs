@@ -8,7 +8,7 @@
 //! | variable | default | meaning |
 //! |---|---|---|
 //! | `SHMEM_SYMMETRIC_SIZE` | `64M` | bytes of symmetric heap per PE; suffixes K, M, G, T (powers of 1024, optionally followed by `B` or `iB`, any case) |
-//! | `SHMEM_DEBUG` | `0` | print runtime decisions (segment layout, allocations) to stderr |
+//! | `SHMEM_DEBUG` | `0` | print runtime decisions (segment layout, allocations) to stderr, and check that every allocation call is collective (same call, size and offset as PE 0; [`ShmemError::NotCollective`] otherwise). Set it alike on every PE |
 //! | `SHMEM_INFO` | `0` | PE 0 prints this table with the values in force at start-up |
 //! | `SHMEM_VERSION` | `0` | PE 0 prints the library and OpenSHMEM versions at start-up |
 //!
@@ -39,7 +39,7 @@ pub const VARS: &[VarSpec] = &[
     VarSpec {
         name: "SHMEM_DEBUG",
         default: "0",
-        help: "print runtime decisions (segment layout, allocations) to stderr",
+        help: "trace segment layout and allocations on stderr; check allocations are collective",
     },
     VarSpec {
         name: "SHMEM_INFO",

@@ -90,6 +90,19 @@ pub enum ShmemError {
         /// Size of one element in bytes.
         elem_size: usize,
     },
+    /// With `SHMEM_DEBUG`: this PE's collective allocation call differs
+    /// from PE 0's (a different call, size or resulting offset), so the
+    /// PEs did not make the same calls in the same order.
+    NotCollective {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// This PE's (call code, bytes, heap offset).
+        mine: [u64; 3],
+        /// PE 0's (call code, bytes, heap offset).
+        pe0: [u64; 3],
+    },
     /// The conduit failed.
     Conduit {
         /// The calling PE.
@@ -158,9 +171,50 @@ impl fmt::Display for ShmemError {
                 f,
                 "PE {pe}: {call}: {count} elements of {elem_size} bytes overflow the address space"
             ),
+            ShmemError::NotCollective {
+                pe,
+                call,
+                mine,
+                pe0,
+            } => write!(
+                f,
+                "PE {pe}: {call}: not collective: this PE asked for {} bytes ({} at heap offset {:#x}), \
+                 PE 0 for {} bytes ({} at heap offset {:#x})",
+                mine[1],
+                call_name(mine[0]),
+                mine[2],
+                pe0[1],
+                call_name(pe0[0]),
+                pe0[2]
+            ),
             ShmemError::Conduit { pe, call, source } => write!(f, "PE {pe}: {call}: {source}"),
         }
     }
+}
+
+/// The allocation calls [`ShmemError::NotCollective`] compares, by code.
+pub(crate) const ALLOC_CALLS: [&str; 5] = [
+    "shmem_malloc",
+    "shmem_calloc",
+    "shmem_align",
+    "shmem_realloc",
+    "shmem_free",
+];
+
+/// The code of an allocation call in [`ShmemError::NotCollective`].
+pub(crate) fn call_code(call: &str) -> u64 {
+    ALLOC_CALLS
+        .iter()
+        .position(|c| *c == call)
+        .map_or(u64::MAX, |i| i as u64)
+}
+
+fn call_name(code: u64) -> &'static str {
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| ALLOC_CALLS.get(i))
+        .copied()
+        .unwrap_or("?")
 }
 
 impl std::error::Error for ShmemError {

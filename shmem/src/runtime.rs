@@ -17,6 +17,7 @@
 //! |---|---|---|
 //! | `0x0000` | 64 | header: magic, layout version, heap offset, heap size (local, for debuggers) |
 //! | `0x0040` | 256 | barrier flags: one `u64` counter per dissemination round (32 rounds) |
+//! | `0x0140` | 64 | `SHMEM_DEBUG` check that allocation calls are collective |
 //! | `0x0400` | 1 KiB | signal scratch for runtime-internal put-with-signal |
 //! | `0x1000` | 16 KiB | reserved: collective pSync pools (per team) |
 //! | `0x5000` | 4 KiB | reserved: distributed locks |
@@ -28,6 +29,7 @@
 use crate::alloc::HeapAllocator;
 use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION, format_size};
 use crate::error::{Result, ShmemError};
+use crate::pod::bytes_of_mut;
 use conduits::wait::Backoff;
 use conduits::{AmoOp, AmoWidth, AnyConduit, Conduit, ConduitError, JobEnv};
 use std::sync::Mutex;
@@ -45,6 +47,9 @@ pub mod layout {
     pub const BARRIER: usize = 0x0040;
     /// Counters in the barrier area (enough for 2^32 PEs).
     pub const BARRIER_ROUNDS: usize = 32;
+    /// Three `u64` words with which `SHMEM_DEBUG` compares each PE's
+    /// allocation call with PE 0's.
+    pub const COLLECTIVE_CHECK: usize = 0x0140;
     /// Signal scratch for runtime-internal put-with-signal.
     pub const SIGNAL_SCRATCH: usize = 0x0400;
     /// Length of the signal scratch.
@@ -338,6 +343,38 @@ impl Runtime {
                 return Ok(v);
             }
             backoff.snooze();
+        }
+    }
+
+    /// With `SHMEM_DEBUG`: checks that this PE's allocation call `what`
+    /// (call code, bytes, heap offset) matches PE 0's, i.e. that every PE
+    /// made the same collective call. Two extra barriers; `SHMEM_DEBUG` must
+    /// be set alike on every PE.
+    pub(crate) fn check_collective(&self, call: &'static str, what: [u64; 3]) -> Result<()> {
+        if !self.config.debug {
+            return Ok(());
+        }
+        let base = self.local_addr(layout::COLLECTIVE_CHECK).cast::<u64>();
+        for (i, w) in what.iter().enumerate() {
+            // SAFETY: the check words lie in this PE's runtime region,
+            // 8-byte aligned; peers only read them between the two barriers.
+            unsafe { base.add(i).write_volatile(*w) };
+        }
+        self.sync_all(call)?;
+        let mut pe0 = [0u64; 3];
+        self.conduit
+            .get(0, layout::COLLECTIVE_CHECK, bytes_of_mut(&mut pe0))
+            .map_err(|e| self.err(call, e))?;
+        self.sync_all(call)?;
+        if pe0 == what {
+            Ok(())
+        } else {
+            Err(ShmemError::NotCollective {
+                pe: self.me,
+                call,
+                mine: what,
+                pe0,
+            })
         }
     }
 

@@ -12,7 +12,7 @@
 //! `src` over elements `start..start + src.len()` of `pe`'s copy of `x`.
 
 use crate::Shmem;
-use crate::error::{Result, ShmemError};
+use crate::error::{Result, ShmemError, call_code};
 use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
 use crate::runtime::{Runtime, layout};
 use crate::wait::Cmp;
@@ -106,8 +106,19 @@ impl Shmem {
                 std::any::type_name::<T>()
             );
         }
-        rt.barrier_all(call)?;
-        Ok(v)
+        // Every PE passes the final barrier, also when the debug check fails
+        // on some of them.
+        let checked = rt.check_collective(call, [call_code(call), bytes as u64, heap_off as u64]);
+        let barrier = rt.barrier_all(call);
+        match checked.and(barrier) {
+            Ok(()) => Ok(v),
+            Err(e) => {
+                // Not handed out: release it without the collective free.
+                std::mem::forget(v);
+                let _ = rt.heap().free(heap_off);
+                Err(e)
+            }
+        }
     }
 
     /// `shmem_malloc`: allocates `len` elements of `T` on every PE.
@@ -357,19 +368,13 @@ impl<'s, T: Pod> SymVec<'s, T> {
         const CALL: &str = "shmem_g";
         self.rt.check_pe(pe, CALL)?;
         let off = self.range(index, 1, CALL)?;
-        let mut v = std::mem::MaybeUninit::<T>::uninit();
-        // SAFETY: the MaybeUninit is `size_of::<T>()` writable bytes; the
-        // conduit writes all of them or returns an error (then `v` is not
-        // read). u8 has alignment 1.
-        let bytes =
-            unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), size_of::<T>()) };
+        // SAFETY: all-zero bytes are a valid `T` (every bit pattern is).
+        let mut v: T = unsafe { std::mem::zeroed() };
         self.rt
             .conduit
-            .get(pe, off, bytes)
+            .get(pe, off, bytes_of_mut(std::slice::from_mut(&mut v)))
             .map_err(|e| self.rt.err(CALL, e))?;
-        // SAFETY: every byte was written by the successful get, and every
-        // bit pattern is a valid `T`.
-        Ok(unsafe { v.assume_init() })
+        Ok(v)
     }
 
     /// Checks the range `start..start+count` and `pe` for a non-blocking
@@ -475,7 +480,9 @@ impl<'s, T: Pod> SymVec<'s, T> {
         }
         self.off = new_off;
         self.len = new_len;
-        rt.barrier_all(CALL)
+        let checked = rt.check_collective(CALL, [call_code(CALL), bytes as u64, r.offset as u64]);
+        rt.barrier_all(CALL)?;
+        checked
     }
 
     /// `shmem_free`: frees the object on every PE and reports errors (drop
@@ -498,6 +505,8 @@ impl<'s, T: Pod> SymVec<'s, T> {
         let rt = self.rt;
         rt.barrier_all(CALL)?;
         let heap_off = self.off - layout::HEAP;
+        let bytes = self.len * size_of::<T>();
+        rt.check_collective(CALL, [call_code(CALL), bytes as u64, heap_off as u64])?;
         rt.heap()
             .free(heap_off)
             .map_err(|source| ShmemError::Alloc {
