@@ -9,7 +9,8 @@
 //! - `fpga`: a BAR-mapped board or its devsim model (later).
 //!
 //! Hot paths dispatch statically through [`AnyConduit`]; the [`Conduit`]
-//! trait states the contract each transport implements.
+//! trait states the contract each transport implements. [`wait::Backoff`]
+//! is the spin-then-yield step every wait of the runtime uses.
 
 pub mod error;
 pub mod job;

@@ -1,1 +1,176 @@
-//! Multi-process integration tests for fshmem live in `tests/`: each launches a real job through `oshrun`.
+//! Multi-process integration tests for fshmem live in `tests/`: each launches
+//! a real job through `oshrun`.
+//!
+//! This library holds what those tests share: finding the binaries of the
+//! build being tested (`oshrun`, and the conduit test programs built as
+//! cargo examples), running a command with a timeout, and looking for
+//! shared-memory files a job left behind.
+//!
+//! Build everything first, as the README's test command does:
+//! `cargo build --release --workspace --bins && cargo test --release --workspace`
+//! (`cargo test` builds the examples).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a test job may run before it is killed and the test fails.
+pub const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The profile directory of the running test binary: `target/<profile>/`
+/// (the test runs as `target/<profile>/deps/<name>-<hash>`).
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("path of the test executable");
+    let deps = exe.parent().expect("test executable has a directory");
+    if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent().expect("deps has a parent").to_path_buf()
+    } else {
+        deps.to_path_buf()
+    }
+}
+
+fn existing(path: PathBuf, how: &str) -> PathBuf {
+    assert!(
+        path.is_file(),
+        "{} does not exist; build it first ({how})",
+        path.display()
+    );
+    path
+}
+
+/// A binary target of the workspace (e.g. `oshrun`), built in this profile.
+pub fn bin(name: &str) -> PathBuf {
+    existing(
+        profile_dir().join(name),
+        "cargo build --release --workspace --bins",
+    )
+}
+
+/// A cargo example of the workspace (e.g. `smp_check`), built in this profile.
+pub fn example(name: &str) -> PathBuf {
+    existing(
+        profile_dir().join("examples").join(name),
+        "cargo test builds examples; or cargo build --release --workspace --examples",
+    )
+}
+
+/// What a finished command produced.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// How it ended.
+    pub status: ExitStatus,
+    /// Everything it wrote to stdout.
+    pub stdout: String,
+    /// Everything it wrote to stderr.
+    pub stderr: String,
+    /// How long it ran.
+    pub elapsed: Duration,
+}
+
+impl RunOutput {
+    /// The exit code (`None` when killed by a signal).
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+}
+
+/// Starts `cmd` with stdout and stderr captured.
+pub fn spawn(cmd: &mut Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
+}
+
+/// Waits for `child` (started by [`spawn`]) to end and collects its output;
+/// kills it and panics if it runs longer than `timeout`.
+pub fn finish(mut child: Child, timeout: Duration) -> RunOutput {
+    let start = Instant::now();
+    let drain = |s: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut s) = s {
+                let _ = s.read_to_end(&mut v);
+            }
+            String::from_utf8_lossy(&v).into_owned()
+        })
+    };
+    let out = drain(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = drain(child.stderr.take().map(|s| Box::new(s) as _));
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for child") {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "timed out after {timeout:?}; stderr so far:\n{}",
+                err.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let elapsed = start.elapsed();
+    RunOutput {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        elapsed,
+    }
+}
+
+/// Runs `cmd` to completion within `timeout`.
+pub fn run(cmd: &mut Command, timeout: Duration) -> RunOutput {
+    finish(spawn(cmd), timeout)
+}
+
+/// A command running `oshrun` with `args`.
+pub fn oshrun_cmd<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Command {
+    let mut c = Command::new(bin("oshrun"));
+    c.args(args);
+    c
+}
+
+/// Runs `oshrun args...` within [`JOB_TIMEOUT`].
+pub fn oshrun<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> RunOutput {
+    run(&mut oshrun_cmd(args), JOB_TIMEOUT)
+}
+
+/// A job id no other test (or test run) uses.
+pub fn unique_job_id(tag: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "t{tag}{}x{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Files of job `job_id` present in `/dev/shm` (`fshmem-<job>-*`).
+pub fn shm_files(job_id: &str) -> Vec<PathBuf> {
+    let prefix = format!("fshmem-{job_id}-");
+    std::fs::read_dir(Path::new("/dev/shm"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits until `cond` holds, for at most `timeout`; whether it held.
+pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !cond() {
+        if start.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}

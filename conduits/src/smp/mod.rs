@@ -479,10 +479,13 @@ impl SmpConduit {
         Ok(())
     }
 
+    /// Checks every peer, reporting a PE that died or failed in preference
+    /// to one that merely left (which may itself have left because of the
+    /// failure), so that every PE names the root cause.
     fn check_peers(&self) -> Result<()> {
-        (0..self.size)
-            .filter(|&pe| pe != self.rank)
-            .try_for_each(|pe| self.check_peer(pe, true))
+        let peers = || (0..self.size).filter(|&pe| pe != self.rank);
+        peers().try_for_each(|pe| self.check_peer(pe, false))?;
+        peers().try_for_each(|pe| self.check_peer(pe, true))
     }
 
     /// The bootstrap barrier, optionally bounded by `deadline`.
