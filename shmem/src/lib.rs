@@ -1,3 +1,355 @@
 //! # shmem
 //!
 //! OpenSHMEM for fshmem: the Rust SPMD API over the conduits.
+//!
+//! A program calls [`init`] once; the returned [`Shmem`] handle is the
+//! runtime, and dropping it finalizes (a barrier, then the conduit
+//! detaches). Symmetric objects ([`SymVec`]) are allocated collectively from
+//! it and read, written and atomically updated on any PE by index.
+//!
+//! ```no_run
+//! use shmem::Cmp;
+//!
+//! fn main() -> Result<(), shmem::ShmemError> {
+//!     let sh = shmem::init()?;
+//!     let (me, n) = (sh.my_pe(), sh.n_pes());
+//!
+//!     // Every PE sends its rank to the next one.
+//!     let inbox = sh.calloc::<u64>(1)?;
+//!     inbox.p(0, me as u64 + 1, (me + 1) % n)?;
+//!     inbox.wait_until(0, Cmp::Ne, 0)?;
+//!     assert_eq!(inbox.as_slice()[0], ((me + n - 1) % n) as u64 + 1);
+//!
+//!     // A global counter on PE 0.
+//!     let counter = sh.calloc::<i64>(1)?;
+//!     counter.atomic_add(0, 1, 0)?;
+//!     sh.barrier_all()?;
+//!     if me == 0 {
+//!         assert_eq!(counter.as_slice()[0], n as i64);
+//!     }
+//!     Ok(())
+//! } // objects are freed, then the runtime finalizes
+//! ```
+//!
+//! ## Map to OpenSHMEM
+//!
+//! | OpenSHMEM | here |
+//! |---|---|
+//! | `shmem_init`, `shmem_finalize` | [`init`], drop of [`Shmem`] or [`Shmem::finalize`] |
+//! | `shmem_my_pe`, `shmem_n_pes` | [`Shmem::my_pe`], [`Shmem::n_pes`] (and the free [`my_pe`], [`n_pes`]) |
+//! | `shmem_malloc`, `_calloc`, `_align`, `_realloc`, `_free` | [`Shmem::malloc`], [`Shmem::calloc`], [`Shmem::align`], [`SymVec::realloc`], drop or [`SymVec::free`] |
+//! | `shmem_put`, `_get`, `_p`, `_g` | [`SymVec::put`], [`SymVec::get`], [`SymVec::p`], [`SymVec::g`] |
+//! | `shmem_put_nbi`, `_get_nbi` | [`NbiScope::put`], [`NbiScope::get`] inside [`Shmem::nbi`] |
+//! | `shmem_quiet`, `shmem_fence` | [`Shmem::quiet`], [`Shmem::fence`] |
+//! | `shmem_atomic_*` | `SymVec::atomic_*` |
+//! | `shmem_wait_until`, `shmem_test` | [`SymVec::wait_until`], [`SymVec::test`] with [`Cmp`] |
+//! | `shmem_put_signal`, `_signal_fetch`, `_signal_wait_until` | [`SymVec::put_signal`], [`SymVec::signal_fetch`], [`SymVec::signal_wait_until`] |
+//! | `shmem_barrier_all`, `shmem_sync_all` | [`Shmem::barrier_all`], [`Shmem::sync_all`] |
+//! | `shmem_global_exit` | [`Shmem::global_exit`], [`global_exit`] |
+//! | `shmem_ptr` | [`SymVec::ptr`] |
+//!
+//! Configuration comes from the environment: see [`config`].
+
+pub mod alloc;
+pub mod config;
+pub mod error;
+pub mod nbi;
+pub mod pod;
+pub mod runtime;
+pub mod sym;
+pub mod wait;
+
+pub use conduits::SignalOp;
+pub use config::Config;
+pub use error::{Result, ShmemError};
+pub use nbi::NbiScope;
+pub use pod::{AmoElem, AmoInt, Pod};
+pub use sym::SymVec;
+pub use wait::Cmp;
+
+use conduits::Conduit;
+use runtime::{Runtime, with_runtime};
+use std::ptr::NonNull;
+
+/// The running OpenSHMEM runtime of this process; dropping it finalizes.
+///
+/// There is at most one per process: [`init`] creates it, and a second
+/// `init` errors while it lives (and after it is gone: OpenSHMEM does not
+/// re-initialize). Symmetric objects borrow it, so it outlives them.
+pub struct Shmem {
+    rt: NonNull<Runtime>,
+    finalized: bool,
+}
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Runtime>();
+};
+
+// SAFETY: `Shmem` owns the `Runtime` behind the pointer, which is Send and
+// Sync (checked above).
+unsafe impl Send for Shmem {}
+// SAFETY: as above; `&Shmem` only hands out `&Runtime`.
+unsafe impl Sync for Shmem {}
+
+/// `shmem_init`: starts the runtime with the configuration of the
+/// environment ([`Config::from_env`]) and the job of the launcher
+/// (`oshrun`; without one, a job of one PE). Collective over all PEs.
+///
+/// ```no_run
+/// let sh = shmem::init()?;
+/// println!("PE {} of {}", sh.my_pe(), sh.n_pes());
+/// assert!(shmem::init().is_err()); // only once
+/// # Ok::<(), shmem::ShmemError>(())
+/// ```
+pub fn init() -> Result<Shmem> {
+    init_with(Config::from_env()?)
+}
+
+/// `shmem_init` with an explicit configuration instead of the
+/// environment's `SHMEM_*` variables (the job still comes from the
+/// launcher's environment).
+///
+/// ```no_run
+/// let sh = shmem::init_with(shmem::Config { symmetric_size: 1 << 20, ..Default::default() })?;
+/// # Ok::<(), shmem::ShmemError>(())
+/// ```
+pub fn init_with(config: Config) -> Result<Shmem> {
+    let rt = Runtime::start(config)?;
+    Ok(Shmem {
+        // SAFETY: `Runtime::start` returns a pointer from `Box::into_raw`.
+        rt: unsafe { NonNull::new_unchecked(rt) },
+        finalized: false,
+    })
+}
+
+impl Shmem {
+    #[inline(always)]
+    pub(crate) fn rt(&self) -> &Runtime {
+        // SAFETY: the runtime lives until `finish` runs in `finalize` or
+        // drop, which take `self` by value or `&mut self` at the end of its
+        // life; `&self` borrows cannot outlive it.
+        unsafe { self.rt.as_ref() }
+    }
+
+    /// `shmem_my_pe`: this PE's rank, `0..n_pes()`.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// assert!(sh.my_pe() < sh.n_pes());
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    #[inline]
+    pub fn my_pe(&self) -> usize {
+        self.rt().my_pe()
+    }
+
+    /// `shmem_n_pes`: the number of PEs in the job.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// assert!(sh.n_pes() >= 1);
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    #[inline]
+    pub fn n_pes(&self) -> usize {
+        self.rt().n_pes()
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        self.rt().config()
+    }
+
+    /// `shmem_barrier_all`: completes every put, get and atomic this PE
+    /// issued (quiet), then waits until every PE has reached the barrier.
+    /// Collective.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// sh.barrier_all()?;
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn barrier_all(&self) -> Result<()> {
+        self.rt().barrier_all("shmem_barrier_all")
+    }
+
+    /// `shmem_sync_all`: waits until every PE has reached the call, without
+    /// completing outstanding operations. Collective.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// sh.sync_all()?;
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn sync_all(&self) -> Result<()> {
+        self.rt().sync_all("shmem_sync_all")
+    }
+
+    /// `shmem_quiet`: waits until every put, get and atomic this PE issued
+    /// is complete at its target.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let x = sh.calloc::<u8>(1)?;
+    /// x.p(0, 1, 0)?;
+    /// sh.quiet()?; // now visible on PE 0
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    #[inline]
+    pub fn quiet(&self) -> Result<()> {
+        self.rt().quiet("shmem_quiet")
+    }
+
+    /// `shmem_fence`: puts and atomics to a PE issued before the fence are
+    /// applied there before those issued after it.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let (data, flag) = (sh.calloc::<u32>(1)?, sh.calloc::<u32>(1)?);
+    /// data.p(0, 42, 0)?;
+    /// sh.fence()?;
+    /// flag.p(0, 1, 0)?; // PE 0 that sees flag == 1 sees data == 42
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    #[inline]
+    pub fn fence(&self) -> Result<()> {
+        self.rt().fence("shmem_fence")
+    }
+
+    /// `shmem_global_exit`: ends every PE of the job with `status`, from
+    /// this PE alone (no collective).
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// if sh.my_pe() == 0 {
+    ///     sh.global_exit(3);
+    /// }
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn global_exit(&self, status: i32) -> ! {
+        let rt = self.rt();
+        if rt.config().debug {
+            eprintln!("PE {}: shmem_global_exit({status})", rt.my_pe());
+        }
+        rt.conduit.global_exit(status)
+    }
+
+    /// `shmem_finalize`, reporting errors: a barrier, then the runtime
+    /// detaches. Dropping the handle does the same and prints errors.
+    /// Collective.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// sh.finalize()?;
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn finalize(mut self) -> Result<()> {
+        self.finalized = true;
+        // SAFETY: `self.rt` came from `Runtime::start`, is finished only
+        // here or in drop (which `finalized` now skips), and no borrow of
+        // `self` outlives this call.
+        unsafe { runtime::finish(self.rt.as_ptr()) }
+    }
+}
+
+impl Drop for Shmem {
+    fn drop(&mut self) {
+        if !self.finalized {
+            self.finalized = true;
+            // SAFETY: as in `finalize`; drop runs once.
+            if let Err(e) = unsafe { runtime::finish(self.rt.as_ptr()) } {
+                eprintln!("{e}");
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Shmem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shmem")
+            .field("my_pe", &self.my_pe())
+            .field("n_pes", &self.n_pes())
+            .finish()
+    }
+}
+
+/// `shmem_my_pe` on the global runtime, for code without the handle.
+///
+/// ```no_run
+/// let _sh = shmem::init()?;
+/// assert!(shmem::my_pe()? < shmem::n_pes()?);
+/// # Ok::<(), shmem::ShmemError>(())
+/// ```
+pub fn my_pe() -> Result<usize> {
+    with_runtime("shmem_my_pe", |rt| rt.my_pe())
+}
+
+/// `shmem_n_pes` on the global runtime.
+///
+/// ```
+/// // Before init it is an error, not a panic.
+/// assert!(shmem::n_pes().is_err());
+/// ```
+pub fn n_pes() -> Result<usize> {
+    with_runtime("shmem_n_pes", |rt| rt.n_pes())
+}
+
+/// `shmem_barrier_all` on the global runtime.
+///
+/// ```no_run
+/// let _sh = shmem::init()?;
+/// shmem::barrier_all()?;
+/// # Ok::<(), shmem::ShmemError>(())
+/// ```
+pub fn barrier_all() -> Result<()> {
+    with_runtime("shmem_barrier_all", |rt| {
+        rt.barrier_all("shmem_barrier_all")
+    })?
+}
+
+/// `shmem_sync_all` on the global runtime.
+///
+/// ```no_run
+/// let _sh = shmem::init()?;
+/// shmem::sync_all()?;
+/// # Ok::<(), shmem::ShmemError>(())
+/// ```
+pub fn sync_all() -> Result<()> {
+    with_runtime("shmem_sync_all", |rt| rt.sync_all("shmem_sync_all"))?
+}
+
+/// `shmem_quiet` on the global runtime.
+///
+/// ```no_run
+/// let _sh = shmem::init()?;
+/// shmem::quiet()?;
+/// # Ok::<(), shmem::ShmemError>(())
+/// ```
+pub fn quiet() -> Result<()> {
+    with_runtime("shmem_quiet", |rt| rt.quiet("shmem_quiet"))?
+}
+
+/// `shmem_fence` on the global runtime.
+///
+/// ```no_run
+/// let _sh = shmem::init()?;
+/// shmem::fence()?;
+/// # Ok::<(), shmem::ShmemError>(())
+/// ```
+pub fn fence() -> Result<()> {
+    with_runtime("shmem_fence", |rt| rt.fence("shmem_fence"))?
+}
+
+/// `shmem_global_exit` on the global runtime; without a running runtime
+/// it exits this process with `status`.
+///
+/// ```no_run
+/// shmem::global_exit(1);
+/// ```
+pub fn global_exit(status: i32) -> ! {
+    // The runtime is never freed while `with_runtime` runs, and the
+    // conduit's global_exit does not return.
+    let _ = with_runtime("shmem_global_exit", |rt| rt.conduit.global_exit(status));
+    std::process::exit(status)
+}

@@ -1,0 +1,228 @@
+//! The error type of every `shmem` call.
+//!
+//! Each error names the PE that saw it, the OpenSHMEM call that failed
+//! (`shmem_put`, `shmem_malloc`, ...) and the offending value, so that one
+//! line on stderr tells a user what went wrong:
+//!
+//! ```text
+//! PE 1: shmem_put: target PE 7 out of range (job has 4 PEs)
+//! ```
+
+use crate::alloc::AllocError;
+use conduits::ConduitError;
+use std::fmt;
+
+/// Result of a `shmem` call.
+pub type Result<T> = std::result::Result<T, ShmemError>;
+
+/// What went wrong in a `shmem` call.
+///
+/// ```
+/// use shmem::ShmemError;
+/// let e = ShmemError::PeOutOfRange { pe: 1, call: "shmem_put", target: 7, n_pes: 4 };
+/// assert_eq!(e.to_string(), "PE 1: shmem_put: target PE 7 out of range (job has 4 PEs)");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShmemError {
+    /// An environment variable holds a value that is not valid for it.
+    Config {
+        /// The variable, e.g. `SHMEM_SYMMETRIC_SIZE`.
+        var: &'static str,
+        /// The value found.
+        value: String,
+        /// What was expected.
+        expected: String,
+    },
+    /// `init` was called while the runtime is already running.
+    AlreadyInitialized,
+    /// `init` was called after the runtime was finalized (OpenSHMEM does not
+    /// allow re-initialization).
+    Finalized,
+    /// A call that needs the runtime was made before `init`.
+    NotInitialized {
+        /// The call.
+        call: &'static str,
+    },
+    /// A target PE outside `0..n_pes`.
+    PeOutOfRange {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// The PE asked for.
+        target: usize,
+        /// The job size.
+        n_pes: usize,
+    },
+    /// Elements `start..start+count` do not lie inside a symmetric object (or
+    /// a local buffer) of `len` elements.
+    OutOfBounds {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// First element asked for.
+        start: usize,
+        /// Number of elements asked for.
+        count: usize,
+        /// Length of the object.
+        len: usize,
+    },
+    /// The symmetric heap cannot satisfy an allocation, or an allocation
+    /// argument is invalid.
+    Alloc {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// What the allocator reported.
+        source: AllocError,
+    },
+    /// A size computation (`count * size_of::<T>()`) overflowed.
+    SizeOverflow {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// Elements asked for.
+        count: usize,
+        /// Size of one element in bytes.
+        elem_size: usize,
+    },
+    /// With `SHMEM_DEBUG`: this PE's collective allocation call differs
+    /// from PE 0's (a different call, size or resulting offset), so the
+    /// PEs did not make the same calls in the same order.
+    NotCollective {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// This PE's (call code, bytes, heap offset).
+        mine: [u64; 3],
+        /// PE 0's (call code, bytes, heap offset).
+        pe0: [u64; 3],
+    },
+    /// The conduit failed.
+    Conduit {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// The conduit's error.
+        source: ConduitError,
+    },
+}
+
+impl ShmemError {
+    /// Wraps a conduit error with the PE and call that saw it.
+    pub fn conduit(pe: usize, call: &'static str, source: ConduitError) -> ShmemError {
+        ShmemError::Conduit { pe, call, source }
+    }
+}
+
+impl fmt::Display for ShmemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShmemError::Config {
+                var,
+                value,
+                expected,
+            } => write!(f, "{var}={value:?} is not valid: expected {expected}"),
+            ShmemError::AlreadyInitialized => {
+                f.write_str("shmem_init: the runtime is already initialized")
+            }
+            ShmemError::Finalized => {
+                f.write_str("shmem_init: the runtime was finalized and cannot be initialized again")
+            }
+            ShmemError::NotInitialized { call } => {
+                write!(
+                    f,
+                    "{call}: the runtime is not initialized (call shmem::init first)"
+                )
+            }
+            ShmemError::PeOutOfRange {
+                pe,
+                call,
+                target,
+                n_pes,
+            } => write!(
+                f,
+                "PE {pe}: {call}: target PE {target} out of range (job has {n_pes} PEs)"
+            ),
+            ShmemError::OutOfBounds {
+                pe,
+                call,
+                start,
+                count,
+                len,
+            } => write!(
+                f,
+                "PE {pe}: {call}: elements {start}..{} out of bounds (object has {len} elements)",
+                start.saturating_add(*count)
+            ),
+            ShmemError::Alloc { pe, call, source } => write!(f, "PE {pe}: {call}: {source}"),
+            ShmemError::SizeOverflow {
+                pe,
+                call,
+                count,
+                elem_size,
+            } => write!(
+                f,
+                "PE {pe}: {call}: {count} elements of {elem_size} bytes overflow the address space"
+            ),
+            ShmemError::NotCollective {
+                pe,
+                call,
+                mine,
+                pe0,
+            } => write!(
+                f,
+                "PE {pe}: {call}: not collective: this PE asked for {} bytes ({} at heap offset {:#x}), \
+                 PE 0 for {} bytes ({} at heap offset {:#x})",
+                mine[1],
+                call_name(mine[0]),
+                mine[2],
+                pe0[1],
+                call_name(pe0[0]),
+                pe0[2]
+            ),
+            ShmemError::Conduit { pe, call, source } => write!(f, "PE {pe}: {call}: {source}"),
+        }
+    }
+}
+
+/// The allocation calls [`ShmemError::NotCollective`] compares, by code.
+pub(crate) const ALLOC_CALLS: [&str; 5] = [
+    "shmem_malloc",
+    "shmem_calloc",
+    "shmem_align",
+    "shmem_realloc",
+    "shmem_free",
+];
+
+/// The code of an allocation call in [`ShmemError::NotCollective`].
+pub(crate) fn call_code(call: &str) -> u64 {
+    ALLOC_CALLS
+        .iter()
+        .position(|c| *c == call)
+        .map_or(u64::MAX, |i| i as u64)
+}
+
+fn call_name(code: u64) -> &'static str {
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| ALLOC_CALLS.get(i))
+        .copied()
+        .unwrap_or("?")
+}
+
+impl std::error::Error for ShmemError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ShmemError::Alloc { source, .. } => Some(source),
+            ShmemError::Conduit { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
