@@ -100,7 +100,10 @@ fn main() {
         println!("memcpy_1MiB,{bw:.1},MB/s");
     } else {
         println!("{:<42} {:>12}", "floor (median of 7 runs)", "value");
-        println!("{:<42} {:>9.1} ns", "cache-line half round trip, 2 cores", rtt);
+        println!(
+            "{:<42} {:>9.1} ns",
+            "cache-line half round trip, 2 cores", rtt
+        );
         println!("{:<42} {:>9.1} ns", "local 64-bit fetch-add", fadd);
         println!("{:<42} {:>7.0} MB/s", "memcpy 1 MiB", bw);
     }
