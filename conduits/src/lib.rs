@@ -5,20 +5,25 @@
 //! - [`smp`]: the shared-memory emulator — each PE a process, every PE's
 //!   segment in POSIX shared memory mapped by all, puts as memcpy, atomics as
 //!   CPU atomics. The default.
-//! - `ipv6`: the UDP/IPv6 bridge carrying `spec/wire.md` packets (later).
+//! - [`ipv6`]: the UDP/IPv6 bridge carrying `spec/wire.md` packets over a
+//!   reliable per-peer transport, with a progress thread per PE; spans
+//!   hosts, bootstrapped by [`bootstrap`] (rendezvous, PMI-1, Slurm).
 //! - `fpga`: a BAR-mapped board or its devsim model (later).
 //!
 //! Hot paths dispatch statically through [`AnyConduit`]; the [`Conduit`]
 //! trait states the contract each transport implements. [`wait::Backoff`]
 //! is the spin-then-yield step every wait of the runtime uses.
 
+pub mod bootstrap;
 pub mod error;
+pub mod ipv6;
 pub mod job;
 pub mod smp;
 pub mod wait;
 
 pub use error::{ConduitError, Result};
 pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
+pub use ipv6::Ipv6Conduit;
 pub use job::{ConduitKind, JobEnv};
 pub use smp::SmpConduit;
 
@@ -146,17 +151,20 @@ pub trait Conduit {
 }
 
 /// Every conduit behind one type, dispatched statically by `match` so that
-/// hot paths inline (the `ipv6` and `fpga` variants join later).
+/// hot paths inline (the `fpga` variant joins later).
 #[derive(Debug)]
 pub enum AnyConduit {
     /// The shared-memory emulator.
     Smp(SmpConduit),
+    /// The UDP/IPv6 bridge.
+    Ipv6(Ipv6Conduit),
 }
 
 macro_rules! dispatch {
     ($self:expr, $c:ident => $e:expr) => {
         match $self {
             AnyConduit::Smp($c) => $e,
+            AnyConduit::Ipv6($c) => $e,
         }
     };
 }
@@ -168,9 +176,7 @@ impl AnyConduit {
     pub fn attach(job: &JobEnv, segment_len: usize) -> Result<AnyConduit> {
         match job.conduit {
             ConduitKind::Smp => Ok(AnyConduit::Smp(SmpConduit::attach(job, segment_len)?)),
-            ConduitKind::Ipv6 => Err(ConduitError::Unsupported(
-                "the ipv6 conduit is not available in this build (use smp)",
-            )),
+            ConduitKind::Ipv6 => Ok(AnyConduit::Ipv6(Ipv6Conduit::attach(job, segment_len)?)),
             ConduitKind::Fpga => Err(ConduitError::Unsupported(
                 "the fpga conduit is not available in this build (use smp)",
             )),
@@ -179,7 +185,10 @@ impl AnyConduit {
 
     /// Which conduit this is.
     pub fn kind(&self) -> ConduitKind {
-        dispatch!(self, _c => ConduitKind::Smp)
+        match self {
+            AnyConduit::Smp(_) => ConduitKind::Smp,
+            AnyConduit::Ipv6(_) => ConduitKind::Ipv6,
+        }
     }
 
     /// Leaves the job: a barrier with every PE, then this PE is marked as
