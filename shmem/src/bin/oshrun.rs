@@ -7,6 +7,10 @@
 //! fails and stops the others, stops the job on SIGINT/SIGTERM/SIGHUP, and
 //! removes the job's shared memory however the job ends.
 //!
+//! With `--conduit ipv6` oshrun also runs the job's rendezvous bootstrap
+//! server on `[::1]` (an ephemeral port) and passes its address to every PE
+//! in `FSHMEM_BOOTSTRAP`; the PEs then talk UDP over IPv6 loopback.
+//!
 //! Signals are handled without handlers: oshrun blocks SIGINT, SIGTERM,
 //! SIGHUP and SIGCHLD before starting anything and collects them with
 //! `sigtimedwait`, so a signal can never be lost between two checks. The
@@ -14,6 +18,7 @@
 //! that a job never outlives a killed oshrun.
 
 use clap::{Parser, ValueEnum};
+use conduits::bootstrap::rendezvous::Server;
 use conduits::smp::remove_job_files;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -23,6 +28,8 @@ use std::time::{Duration, Instant};
 
 /// Most PEs oshrun starts.
 const MAX_PES: u32 = conduits::smp::MAX_PES as u32;
+/// How long the PEs of an ipv6 job have to reach the bootstrap server.
+const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long stopped PEs get between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_millis(400);
 
@@ -32,13 +39,16 @@ Environment set for every PE:
   FSHMEM_SIZE      the number of PEs, N
   FSHMEM_JOB_ID    the job id (names the job's shared memory,
                    /dev/shm/fshmem-<job>-*)
-  FSHMEM_CONDUIT   the conduit (smp)
+  FSHMEM_CONDUIT   the conduit (smp or ipv6)
+  FSHMEM_BOOTSTRAP with --conduit ipv6: the [::1]:port of the rendezvous
+                   server oshrun runs for the job
 
 Environment read by the PEs (passed through unchanged):
   SHMEM_SYMMETRIC_SIZE  size of each PE's symmetric heap (e.g. 64M, 1G)
   SHMEM_DEBUG           print debugging output when set to 1
   SHMEM_INFO            print the library's configuration at start-up
   SHMEM_VERSION         print the library version at start-up
+  FSHMEM_PEER_TIMEOUT   ipv6: silence before a peer is declared failed (10s)
 
 Exit status: 0 when every PE exits 0; otherwise the status of the first PE
 that failed (128+signal for a PE killed by a signal), after stopping the
@@ -47,14 +57,15 @@ others; 130 (143 for SIGTERM, 129 for SIGHUP) when oshrun is interrupted;
 
 Examples:
   oshrun -n 4 ./matmul
-  oshrun -np 8 --prefix ./hello --verbose";
+  oshrun -np 8 --prefix ./hello --verbose
+  oshrun -n 4 --conduit ipv6 ./matmul";
 
 /// Which transport the PEs use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum ConduitArg {
     /// Shared memory on this host (the default).
     Smp,
-    /// UDP/IPv6 bridge (not available yet).
+    /// UDP/IPv6 bridge, here over loopback ([::1]).
     Ipv6,
     /// FPGA boards (not available yet).
     Fpga,
@@ -87,7 +98,8 @@ struct Cli {
     )]
     np: u32,
 
-    /// Transport the PEs use; only smp is available in this build.
+    /// Transport the PEs use: smp, or ipv6 over [::1] (fpga is not
+    /// available in this build).
     #[arg(long, value_enum, default_value_t = ConduitArg::Smp)]
     conduit: ConduitArg,
 
@@ -187,7 +199,7 @@ struct Pe {
 }
 
 fn run(cli: Cli) -> Result<u8, String> {
-    if cli.conduit != ConduitArg::Smp {
+    if cli.conduit == ConduitArg::Fpga {
         return Err(format!(
             "the {:?} conduit is not available in this build; use --conduit smp",
             cli.conduit
@@ -204,6 +216,21 @@ fn run(cli: Cli) -> Result<u8, String> {
 
     let signals = SignalSet::launcher();
     signals.block();
+    // The ipv6 job's rendezvous server; it ends by itself once every PE
+    // left (or one failed), and with oshrun in any case.
+    let rendezvous = match cli.conduit {
+        ConduitArg::Ipv6 => {
+            let any: std::net::SocketAddr = "[::1]:0".parse().expect("literal address");
+            let server = Server::start(any, n, BOOTSTRAP_TIMEOUT)
+                .map_err(|e| format!("cannot start the ipv6 bootstrap server on [::1]: {e}"))?;
+            Some(server)
+        }
+        _ => None,
+    };
+    let conduit_name = match cli.conduit {
+        ConduitArg::Ipv6 => "ipv6",
+        _ => "smp",
+    };
     let parent = std::process::id() as libc::pid_t;
 
     let mut pes: Vec<Pe> = Vec::with_capacity(n);
@@ -216,7 +243,10 @@ fn run(cli: Cli) -> Result<u8, String> {
             .env("FSHMEM_RANK", rank.to_string())
             .env("FSHMEM_SIZE", n.to_string())
             .env("FSHMEM_JOB_ID", &job_id)
-            .env("FSHMEM_CONDUIT", "smp");
+            .env("FSHMEM_CONDUIT", conduit_name);
+        if let Some(server) = &rendezvous {
+            cmd.env("FSHMEM_BOOTSTRAP", server.addr().to_string());
+        }
         if cli.prefix {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
