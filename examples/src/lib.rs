@@ -245,3 +245,42 @@ impl Options {
             .is_some_and(|&(_, v)| v)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_tile_the_range_evenly() {
+        for total in 0..40 {
+            for parts in 1..12 {
+                let blocks: Vec<_> = (0..parts).map(|i| block(total, parts, i)).collect();
+                assert_eq!(blocks[0].start, 0);
+                assert_eq!(blocks[parts - 1].end, total);
+                assert!(blocks.windows(2).all(|w| w[0].end == w[1].start));
+                let (lo, hi) = (total / parts, total.div_ceil(parts));
+                assert!(blocks.iter().all(|b| (lo..=hi).contains(&b.len())));
+            }
+        }
+    }
+
+    #[test]
+    fn options_reject_mistakes() {
+        let spec = [("--n", 3, "order")];
+        let parse =
+            |args: &[&str]| Options::parse("t", &spec, &[], args.iter().map(|s| s.to_string()));
+        assert_eq!(parse(&[]).unwrap().value("--n"), 3);
+        assert_eq!(parse(&["--n", "9"]).unwrap().value("--n"), 9);
+        assert!(parse(&["--n"]).unwrap_err().contains("needs a value"));
+        assert!(parse(&["--n", "-1"]).unwrap_err().contains("not a count"));
+        assert!(parse(&["--m"]).unwrap_err().contains("unknown argument"));
+        assert!(parse(&["--help"]).unwrap_err().starts_with("usage: t"));
+    }
+
+    #[test]
+    fn below_stays_in_range() {
+        let mut r = SplitMix64::new(1);
+        assert!((0..1000).all(|_| r.below(7) < 7));
+        assert_eq!(SplitMix64::new(0).below(1), 0);
+    }
+}
