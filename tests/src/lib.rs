@@ -174,3 +174,53 @@ pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
     true
 }
+
+/// What [`job`] ran and how it ended.
+#[derive(Debug)]
+pub struct Job {
+    /// The number of PEs.
+    pub n: usize,
+    /// The job id it ran under.
+    pub id: String,
+    /// What it produced.
+    pub out: RunOutput,
+}
+
+impl Job {
+    /// The lines of stdout that start with `prefix`.
+    pub fn lines_starting(&self, prefix: &str) -> Vec<&str> {
+        self.out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .collect()
+    }
+
+    /// Panics unless the job exited with status 0 and stdout has `line` as
+    /// one whole line.
+    pub fn assert_ok_with(&self, line: &str) {
+        assert_eq!(self.out.code(), Some(0), "{self:?}");
+        self.assert_line(line);
+    }
+
+    /// Panics unless stdout has `line` as one whole line.
+    pub fn assert_line(&self, line: &str) {
+        assert!(
+            self.out.stdout.lines().any(|l| l == line),
+            "missing line {line:?} in {self:?}"
+        );
+    }
+}
+
+/// Runs `prog args...` on `n` PEs through `oshrun` under a fresh job id,
+/// killing it (and failing) after `timeout`; checks the job left no shared
+/// memory behind.
+pub fn job<S: AsRef<std::ffi::OsStr>>(n: usize, prog: &Path, args: &[S], timeout: Duration) -> Job {
+    let id = unique_job_id("job");
+    let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--job-id", &id]);
+    cmd.arg(prog).args(args);
+    let out = run(&mut cmd, timeout);
+    let left = shm_files(&id);
+    assert!(left.is_empty(), "job {id} left behind {left:?}");
+    Job { n, id, out }
+}
