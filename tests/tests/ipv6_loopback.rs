@@ -81,3 +81,23 @@ fn vanished_pe_is_detected_and_global_exit_ends_the_job() {
     let j = ipv6_job(3, &example("smp_fail"), &["global-exit", "7"], &[], TIMEOUT);
     assert_eq!(j.out.code(), Some(7), "{j:?}");
 }
+
+/// MPICH's Hydra launcher bootstraps the job over PMI-1 (no oshrun).
+#[test]
+fn mpich_hydra_launches_over_pmi() {
+    let hydra = std::path::Path::new("/usr/bin/mpiexec.hydra");
+    if !hydra.is_file() {
+        println!("skipping: /usr/bin/mpiexec.hydra is absent (apt-get install mpich)");
+        return;
+    }
+    for (prog, args, want) in [
+        (example("smp_check"), vec!["10"], "smp_check: PE"),
+        (example("api_check"), vec![], "api_check: "),
+    ] {
+        let mut cmd = std::process::Command::new(hydra);
+        cmd.args(["-n", "3"]).arg(&prog).args(&args);
+        let out = fshmem_tests::run(&mut cmd, TIMEOUT);
+        assert_eq!(out.code(), Some(0), "{out:?}");
+        assert!(out.stdout.contains(want), "{out:?}");
+    }
+}
