@@ -118,11 +118,10 @@ fn stream(n: usize, datagram: usize, faults: Faults, seed: u64, per_pair: usize)
     let mut got = vec![vec![0usize; n]; n];
     let step = Duration::from_micros(10);
     for _ in 0..2_000_000 {
-        for i in 0..n {
+        for t in ts.iter_mut() {
             let mut outs = Vec::new();
-            ts[i].transmit(now, &mut |d, b| outs.push((d, b.to_vec())));
-            ts[i]
-                .check(now)
+            t.transmit(now, &mut |d, b| outs.push((d, b.to_vec())));
+            t.check(now)
                 .expect("no peer fails on a lossy but live network");
             for (d, b) in outs {
                 net.carry(now, d, &b);
