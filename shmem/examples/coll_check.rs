@@ -7,9 +7,13 @@
 //!
 //! Force an algorithm with the `FSHMEM_*_ALGO` variables to check it:
 //!
+//! With the argument `quick`, the reductions run on a few types only and
+//! the thread test is skipped (the forced-algorithm runs of the test suite).
+//!
 //! ```sh
 //! target/release/oshrun -n 7 target/release/examples/coll_check
 //! FSHMEM_REDUCE_ALGO=ring target/release/oshrun -n 4 target/release/examples/coll_check
+//! FSHMEM_BCAST_ALGO=binomial target/release/oshrun -n 3 target/release/examples/coll_check quick
 //! ```
 
 use shmem::coll::ops::{And, Complex, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
@@ -86,17 +90,27 @@ fn reduce_one<O: ReduceOp, T: Val + Reducible<O>>(
     inp.as_mut_slice().copy_from_slice(&mine);
     let fold = |upto: usize| -> Vec<T> {
         (0..count)
-            .map(|k| {
-                (0..upto).fold(T::identity(), |a, j| T::combine(a, input::<T>(j, k, salt)))
-            })
+            .map(|k| (0..upto).fold(T::identity(), |a, j| T::combine(a, input::<T>(j, k, salt))))
             .collect()
     };
-    let what = format!("{}<{}> x{count} on {m} PEs", O::NAME, std::any::type_name::<T>());
+    let what = format!(
+        "{}<{}> x{count} on {m} PEs",
+        O::NAME,
+        std::any::type_name::<T>()
+    );
     t.reduce::<O, T>(&dst, &src, count)?;
     check!(format!("reduce {what}"), dst.as_slice(), &fold(m)[..]);
-    check!(format!("reduce source kept {what}"), src.as_slice(), &mine[..]);
+    check!(
+        format!("reduce source kept {what}"),
+        src.as_slice(),
+        &mine[..]
+    );
     t.reduce::<O, T>(&inp, &inp, count)?;
-    check!(format!("in-place reduce {what}"), inp.as_slice(), &fold(m)[..]);
+    check!(
+        format!("in-place reduce {what}"),
+        inp.as_slice(),
+        &fold(m)[..]
+    );
     t.inscan::<O, T>(&dst, &src, count)?;
     check!(format!("inscan {what}"), dst.as_slice(), &fold(r + 1)[..]);
     t.exscan::<O, T>(&dst, &src, count)?;
@@ -164,15 +178,27 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
         t.sync()?;
         t.broadcast(&dst, &src, ne, root)?;
         let want: Vec<u64> = (0..ne).map(|k| val3(root, root, k)).collect();
-        check!(format!("broadcast root {root}, {tag}"), &dst.as_slice()[..ne], &want[..]);
+        check!(
+            format!("broadcast root {root}, {tag}"),
+            &dst.as_slice()[..ne],
+            &want[..]
+        );
         t.broadcast(&src, &src, ne, root)?;
-        check!(format!("in-place broadcast root {root}, {tag}"), &src.as_slice()[..ne], &want[..]);
+        check!(
+            format!("in-place broadcast root {root}, {tag}"),
+            &src.as_slice()[..ne],
+            &want[..]
+        );
         for (k, v) in bsrc.as_mut_slice()[..ne].iter_mut().enumerate() {
             *v = (r * 31 + k) as u8;
         }
         t.broadcast(&bdst, &bsrc, ne, root)?;
         let want: Vec<u8> = (0..ne).map(|k| (root * 31 + k) as u8).collect();
-        check!(format!("byte broadcast root {root}, {tag}"), &bdst.as_slice()[..ne], &want[..]);
+        check!(
+            format!("byte broadcast root {root}, {tag}"),
+            &bdst.as_slice()[..ne],
+            &want[..]
+        );
     }
     t.sync()?;
     // fcollect
@@ -180,8 +206,14 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
         *v = val3(r, 0, k);
     }
     t.fcollect(&dst, &src, ne)?;
-    let want: Vec<u64> = (0..m * ne).map(|i| val3(i / ne.max(1), 0, i % ne.max(1))).collect();
-    check!(format!("fcollect {tag}"), &dst.as_slice()[..m * ne], &want[..]);
+    let want: Vec<u64> = (0..m * ne)
+        .map(|i| val3(i / ne.max(1), 0, i % ne.max(1)))
+        .collect();
+    check!(
+        format!("fcollect {tag}"),
+        &dst.as_slice()[..m * ne],
+        &want[..]
+    );
     t.sync()?;
     for (k, v) in bsrc.as_mut_slice()[..ne].iter_mut().enumerate() {
         *v = (r * 13 + k * 5) as u8;
@@ -190,7 +222,11 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
     let want: Vec<u8> = (0..m * ne)
         .map(|i| ((i / ne.max(1)) * 13 + (i % ne.max(1)) * 5) as u8)
         .collect();
-    check!(format!("byte fcollect {tag}"), &bdst.as_slice()[..m * ne], &want[..]);
+    check!(
+        format!("byte fcollect {tag}"),
+        &bdst.as_slice()[..m * ne],
+        &want[..]
+    );
     t.sync()?;
     // collect: PE j gives (j * 3 + 1) % 4 * ne / 2 elements (some give none)
     let cnt = |j: usize| (j * 3 + 1) % 4 * ne / 2;
@@ -198,9 +234,15 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
         *v = val3(r, 7, k);
     }
     let total = t.collect(&dst, &src, cnt(r))?;
-    let want: Vec<u64> = (0..m).flat_map(|j| (0..cnt(j)).map(move |k| val3(j, 7, k))).collect();
+    let want: Vec<u64> = (0..m)
+        .flat_map(|j| (0..cnt(j)).map(move |k| val3(j, 7, k)))
+        .collect();
     check!(format!("collect total {tag}"), total, want.len());
-    check!(format!("collect {tag}"), &dst.as_slice()[..want.len()], &want[..]);
+    check!(
+        format!("collect {tag}"),
+        &dst.as_slice()[..want.len()],
+        &want[..]
+    );
     t.sync()?;
     // alltoall
     for j in 0..m {
@@ -209,8 +251,14 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
         }
     }
     t.alltoall(&dst, &src, ne)?;
-    let want: Vec<u64> = (0..m * ne).map(|i| val3(i / ne.max(1), r, i % ne.max(1))).collect();
-    check!(format!("alltoall {tag}"), &dst.as_slice()[..m * ne], &want[..]);
+    let want: Vec<u64> = (0..m * ne)
+        .map(|i| val3(i / ne.max(1), r, i % ne.max(1)))
+        .collect();
+    check!(
+        format!("alltoall {tag}"),
+        &dst.as_slice()[..m * ne],
+        &want[..]
+    );
     t.sync()?;
     // alltoalls, strides 2 (source) and 3 (dest)
     if 3 * m * ne <= big * 3 {
@@ -257,7 +305,7 @@ fn suite(sh: &Shmem, team: Option<&Team<'_>>, full: bool) -> R {
     Ok(())
 }
 
-fn teams(sh: &Shmem) -> R {
+fn teams(sh: &Shmem, full: bool) -> R {
     let (me, n) = (sh.my_pe(), sh.n_pes());
     let world = sh.team_world();
     let cfg = TeamConfig { num_contexts: 2 };
@@ -266,8 +314,16 @@ fn teams(sh: &Shmem) -> R {
     check!("world slot", world.slot(), 0);
     let shared = sh.team_shared();
     check!("shared team on smp is the world", shared.n_pes(), n);
-    check!("translate to shared", world.translate_pe(me, &shared), Some(shared.my_pe()));
-    check!("translate out of range", world.translate_pe(n, &shared), None);
+    check!(
+        "translate to shared",
+        world.translate_pe(me, &shared),
+        Some(shared.my_pe())
+    );
+    check!(
+        "translate out of range",
+        world.translate_pe(n, &shared),
+        None
+    );
 
     // Odd PEs (strided), then every third PE, then a single PE.
     let odd = world.split_strided(1, 2, n / 2, &cfg);
@@ -280,7 +336,7 @@ fn teams(sh: &Shmem) -> R {
         check!("world to odd", world.translate_pe(0, t), None);
     }
     check!("odd membership", odd.is_some(), me % 2 == 1 && n >= 2);
-    suite(sh, odd.as_ref(), true)?;
+    suite(sh, odd.as_ref(), full)?;
     let third = world.split_strided(0, 3, n.div_ceil(3), &TeamConfig::default())?;
     check!("third membership", third.is_some(), me % 3 == 0);
     suite(sh, third.as_ref(), false)?;
@@ -289,14 +345,22 @@ fn teams(sh: &Shmem) -> R {
         let h = t.n_pes() / 2;
         let sub = t.split_strided(h, 1, t.n_pes() - h, &TeamConfig::default())?;
         if let Some(s) = &sub {
-            check!("nested to world", s.translate_pe(0, &world), Some(2 * h + 1));
+            check!(
+                "nested to world",
+                s.translate_pe(0, &world),
+                Some(2 * h + 1)
+            );
             s.sync()?;
         }
     }
     drop(third);
     drop(odd);
     let last = world.split_strided(n - 1, 1, 1, &TeamConfig::default())?;
-    check!("single-PE team", last.as_ref().map(|t| (t.my_pe(), t.n_pes())), (me == n - 1).then_some((0, 1)));
+    check!(
+        "single-PE team",
+        last.as_ref().map(|t| (t.my_pe(), t.n_pes())),
+        (me == n - 1).then_some((0, 1))
+    );
     suite(sh, last.as_ref(), false)?;
     drop(last);
 
@@ -308,7 +372,11 @@ fn teams(sh: &Shmem) -> R {
         check!("2d col rank", col.my_pe(), me / x);
         check!("2d row size", row.n_pes(), x.min(n - me / x * x));
         check!("2d col size", col.n_pes(), (n - me % x).div_ceil(x));
-        check!("2d row to col", row.translate_pe(row.my_pe(), &col), Some(col.my_pe()));
+        check!(
+            "2d row to col",
+            row.translate_pe(row.my_pe(), &col),
+            Some(col.my_pe())
+        );
         suite(sh, Some(&row), false)?;
         suite(sh, Some(&col), false)?;
     }
@@ -354,7 +422,11 @@ fn teams(sh: &Shmem) -> R {
         matches!(err, ShmemError::TeamsExhausted { .. }),
         true
     );
-    check!("teams held at exhaustion", held.len(), sh.config().coll.teams_max - 2);
+    check!(
+        "teams held at exhaustion",
+        held.len(),
+        sh.config().coll.teams_max - 2
+    );
     drop(held);
     let again = world.split_strided(0, 1, n, &TeamConfig::default())?;
     check!("slot free again after destroy", again.is_some(), true);
@@ -362,11 +434,19 @@ fn teams(sh: &Shmem) -> R {
 
     // Bad arguments: an error on every PE, no communication.
     let bad = world.split_strided(0, 1, n + 1, &TeamConfig::default());
-    check!("split past the parent", matches!(bad, Err(ShmemError::Invalid { .. })), true);
+    check!(
+        "split past the parent",
+        matches!(bad, Err(ShmemError::Invalid { .. })),
+        true
+    );
     let bad = world.split_strided(0, 0, 2, &TeamConfig::default());
     check!("zero stride", bad.is_err(), true);
     let x = sh.calloc::<u8>(1)?;
-    check!("root out of range", world.broadcast(&x, &x, 1, n).is_err(), true);
+    check!(
+        "root out of range",
+        world.broadcast(&x, &x, 1, n).is_err(),
+        true
+    );
     check!("dest too short", world.fcollect(&x, &x, 1).is_err(), n > 1);
     Ok(())
 }
@@ -418,8 +498,12 @@ fn threads(sh: &Shmem) -> R {
     let counters = sh.calloc::<u64>(T)?;
     let slots = sh.calloc::<u64>(T * K)?;
     let world = sh.team_world();
-    let a = world.split_strided(0, 1, n, &TeamConfig::default())?.expect("member");
-    let b = world.split_strided(0, 1, n, &TeamConfig::default())?.expect("member");
+    let a = world
+        .split_strided(0, 1, n, &TeamConfig::default())?
+        .expect("member");
+    let b = world
+        .split_strided(0, 1, n, &TeamConfig::default())?
+        .expect("member");
     let mut sa = sh.malloc::<i64>(64)?;
     let da = sh.malloc::<i64>(64)?;
     let db = sh.malloc::<i64>(64)?;
@@ -439,7 +523,12 @@ fn threads(sh: &Shmem) -> R {
                     for pe in 0..n {
                         ctx.atomic_add(counters, t, 1, pe)?;
                     }
-                    ctx.p(slots, t * K + i, (me * 100_000 + t * 1000 + i) as u64, right)?;
+                    ctx.p(
+                        slots,
+                        t * K + i,
+                        (me * 100_000 + t * 1000 + i) as u64,
+                        right,
+                    )?;
                     if i % 17 == 0 {
                         ctx.quiet()?;
                     }
@@ -463,7 +552,9 @@ fn threads(sh: &Shmem) -> R {
         });
         hs.push(ha);
         hs.push(hb);
-        hs.into_iter().map(|h| h.join().expect("thread panicked")).collect()
+        hs.into_iter()
+            .map(|h| h.join().expect("thread panicked"))
+            .collect()
     });
     for r in results {
         check!("thread ok", r?, true);
@@ -477,7 +568,11 @@ fn threads(sh: &Shmem) -> R {
         .map(|j| (left * 100_000 + (j / K) * 1000 + j % K) as u64)
         .collect();
     check!("concurrent puts", slots.as_slice(), &want[..]);
-    check!("concurrent team sums", da.as_slice()[63], (n * (n + 1) / 2) as i64);
+    check!(
+        "concurrent team sums",
+        da.as_slice()[63],
+        (n * (n + 1) / 2) as i64
+    );
     check!("concurrent team maxes", db.as_slice()[0], n as i64);
     Ok(())
 }
@@ -493,11 +588,14 @@ fn main() {
     check!("provided", provided, ThreadLevel::Multiple);
     let (me, n) = (sh.my_pe(), sh.n_pes());
     let world = sh.team_world();
+    let full = std::env::args().nth(1).as_deref() != Some("quick");
     let run = || -> R {
-        suite(&sh, Some(&world), true)?;
-        teams(&sh)?;
+        suite(&sh, Some(&world), full)?;
+        teams(&sh, full)?;
         contexts(&sh)?;
-        threads(&sh)?;
+        if full {
+            threads(&sh)?;
+        }
         Ok(())
     };
     if let Err(e) = run() {
