@@ -24,13 +24,68 @@
 //! are reduced and scanned in chunks (pipelined steps).
 
 use super::ops::{ReduceOp, Reducible, combine_into};
-use crate::config::{Algo, AlltoallAlgo, BarrierAlgo, BcastAlgo, FcollectAlgo, ReduceAlgo};
+use crate::config::{
+    Algo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollConfig, FcollectAlgo, ReduceAlgo,
+};
 use crate::error::{Result, ShmemError};
 use crate::pod::{Pod, bytes_of};
 use crate::runtime::Runtime;
 use crate::team::{CollState, TeamState, aux_offset};
 use conduits::{AmoOp, AmoWidth, Conduit, ConduitError, SignalOp};
 use std::sync::MutexGuard;
+
+/// The barrier algorithm for a team of `n` PEs.
+pub(crate) fn choose_barrier(c: &CollConfig, n: usize) -> BarrierAlgo {
+    match c.barrier {
+        Algo::Forced(a) => a,
+        Algo::Auto if n >= c.barrier_tree_pes => BarrierAlgo::Tree,
+        Algo::Auto => BarrierAlgo::Dissemination,
+    }
+}
+
+/// The broadcast algorithm for `nbytes` on `n` PEs.
+pub(crate) fn choose_bcast(c: &CollConfig, n: usize, nbytes: usize) -> BcastAlgo {
+    match c.bcast {
+        Algo::Forced(a) => a,
+        Algo::Auto if nbytes >= c.bcast_large && n >= 3 => BcastAlgo::ScatterAllgather,
+        Algo::Auto => BcastAlgo::Binomial,
+    }
+}
+
+/// The (f)collect algorithm for a result of `total` bytes on `n` PEs.
+pub(crate) fn choose_fcollect(c: &CollConfig, n: usize, total: usize) -> FcollectAlgo {
+    let pow2 = n.is_power_of_two();
+    let a = match c.fcollect {
+        Algo::Forced(a) => a,
+        Algo::Auto if total >= c.fcollect_large => FcollectAlgo::Ring,
+        Algo::Auto if pow2 => FcollectAlgo::RecursiveDoubling,
+        Algo::Auto => FcollectAlgo::Bruck,
+    };
+    if a == FcollectAlgo::RecursiveDoubling && !pow2 {
+        FcollectAlgo::Bruck
+    } else {
+        a
+    }
+}
+
+/// The alltoall algorithm for blocks of `block` bytes.
+pub(crate) fn choose_alltoall(c: &CollConfig, block: usize) -> AlltoallAlgo {
+    match c.alltoall {
+        Algo::Forced(a) => a,
+        Algo::Auto if block >= c.alltoall_pairwise => AlltoallAlgo::Pairwise,
+        Algo::Auto => AlltoallAlgo::Linear,
+    }
+}
+
+/// The reduction algorithm for `nbytes` on `n` PEs.
+pub(crate) fn choose_reduce(c: &CollConfig, n: usize, nbytes: usize) -> ReduceAlgo {
+    match c.reduce {
+        Algo::Forced(a) => a,
+        Algo::Auto if nbytes < c.reduce_large => ReduceAlgo::RecursiveDoubling,
+        Algo::Auto if n.is_power_of_two() => ReduceAlgo::Rabenseifner,
+        Algo::Auto => ReduceAlgo::Ring,
+    }
+}
 
 /// Radix of the tree barrier.
 pub const TREE_RADIX: usize = 4;
@@ -210,20 +265,15 @@ impl<'a> Coll<'a> {
         unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.rt.local_addr(off), b.len()) };
     }
 
-    fn cfg(&self) -> &crate::config::CollConfig {
+    fn cfg(&self) -> &CollConfig {
         &self.rt.config().coll
     }
 
     // ----------------------------------------------------------------
     // sync
 
-    /// The barrier algorithm for this team.
-    pub(crate) fn barrier_algo(&self) -> BarrierAlgo {
-        match self.cfg().barrier {
-            Algo::Forced(a) => a,
-            Algo::Auto if self.n() >= self.cfg().barrier_tree_pes => BarrierAlgo::Tree,
-            Algo::Auto => BarrierAlgo::Dissemination,
-        }
+    fn barrier_algo(&self) -> BarrierAlgo {
+        choose_barrier(self.cfg(), self.n())
     }
 
     /// `shmem_team_sync`: no PE leaves before every PE has arrived.
@@ -262,14 +312,8 @@ impl<'a> Coll<'a> {
     // ----------------------------------------------------------------
     // broadcast
 
-    pub(crate) fn bcast_algo(&self, nbytes: usize) -> BcastAlgo {
-        match self.cfg().bcast {
-            Algo::Forced(a) => a,
-            Algo::Auto if nbytes >= self.cfg().bcast_large && self.n() >= 3 => {
-                BcastAlgo::ScatterAllgather
-            }
-            Algo::Auto => BcastAlgo::Binomial,
-        }
+    fn bcast_algo(&self, nbytes: usize) -> BcastAlgo {
+        choose_bcast(self.cfg(), self.n(), nbytes)
     }
 
     /// Broadcast of `nbytes` from `src` on team PE `root` to `dest` on every
@@ -343,19 +387,8 @@ impl<'a> Coll<'a> {
     // ----------------------------------------------------------------
     // fcollect / collect
 
-    pub(crate) fn fcollect_algo(&self, total: usize) -> FcollectAlgo {
-        let pow2 = self.n().is_power_of_two();
-        let a = match self.cfg().fcollect {
-            Algo::Forced(a) => a,
-            Algo::Auto if total >= self.cfg().fcollect_large => FcollectAlgo::Ring,
-            Algo::Auto if pow2 => FcollectAlgo::RecursiveDoubling,
-            Algo::Auto => FcollectAlgo::Bruck,
-        };
-        if a == FcollectAlgo::RecursiveDoubling && !pow2 {
-            FcollectAlgo::Bruck
-        } else {
-            a
-        }
+    fn fcollect_algo(&self, total: usize) -> FcollectAlgo {
+        choose_fcollect(self.cfg(), self.n(), total)
     }
 
     /// Allgather of variable blocks: team PE `i`'s block is
@@ -460,12 +493,8 @@ impl<'a> Coll<'a> {
     // ----------------------------------------------------------------
     // alltoall
 
-    pub(crate) fn alltoall_algo(&self, block: usize) -> AlltoallAlgo {
-        match self.cfg().alltoall {
-            Algo::Forced(a) => a,
-            Algo::Auto if block >= self.cfg().alltoall_pairwise => AlltoallAlgo::Pairwise,
-            Algo::Auto => AlltoallAlgo::Linear,
-        }
+    fn alltoall_algo(&self, block: usize) -> AlltoallAlgo {
+        choose_alltoall(self.cfg(), block)
     }
 
     /// alltoall: block `j` (`nbytes` at `src + j * nbytes`) goes to team PE
@@ -540,13 +569,8 @@ impl<'a> Coll<'a> {
     // ----------------------------------------------------------------
     // reductions
 
-    pub(crate) fn reduce_algo(&self, nbytes: usize) -> ReduceAlgo {
-        match self.cfg().reduce {
-            Algo::Forced(a) => a,
-            Algo::Auto if nbytes < self.cfg().reduce_large => ReduceAlgo::RecursiveDoubling,
-            Algo::Auto if self.n().is_power_of_two() => ReduceAlgo::Rabenseifner,
-            Algo::Auto => ReduceAlgo::Ring,
-        }
+    fn reduce_algo(&self, nbytes: usize) -> ReduceAlgo {
+        choose_reduce(self.cfg(), self.n(), nbytes)
     }
 
     /// All-reduce of `count` values of `T` from every PE's `src` into every

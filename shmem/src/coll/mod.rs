@@ -64,6 +64,7 @@ pub mod ops;
 pub(crate) use engine::Coll;
 pub use engine::TREE_RADIX;
 
+use crate::config::{AlltoallAlgo, BarrierAlgo, BcastAlgo, FcollectAlgo, ReduceAlgo};
 use crate::error::{Result, ShmemError};
 use crate::pod::Pod;
 use crate::sym::SymVec;
@@ -113,6 +114,38 @@ impl Team<'_> {
             call,
             reason,
         }
+    }
+
+    /// The algorithm [`Team::sync`] and [`Team::barrier`] use on this team.
+    pub fn barrier_algorithm(&self) -> BarrierAlgo {
+        engine::choose_barrier(&self.rt.config().coll, self.n_pes())
+    }
+
+    /// The algorithm [`Team::broadcast`] uses for `nbytes` bytes.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// println!("{:?}", sh.team_world().broadcast_algorithm(8));
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn broadcast_algorithm(&self, nbytes: usize) -> BcastAlgo {
+        engine::choose_bcast(&self.rt.config().coll, self.n_pes(), nbytes)
+    }
+
+    /// The algorithm reductions of `nbytes` bytes use on this team.
+    pub fn reduce_algorithm(&self, nbytes: usize) -> ReduceAlgo {
+        engine::choose_reduce(&self.rt.config().coll, self.n_pes(), nbytes)
+    }
+
+    /// The algorithm fcollect and collect use for a result of `total`
+    /// bytes (after the power-of-two fallback).
+    pub fn fcollect_algorithm(&self, total: usize) -> FcollectAlgo {
+        engine::choose_fcollect(&self.rt.config().coll, self.n_pes(), total)
+    }
+
+    /// The algorithm alltoall and alltoalls use for blocks of `block` bytes.
+    pub fn alltoall_algorithm(&self, block: usize) -> AlltoallAlgo {
+        engine::choose_alltoall(&self.rt.config().coll, block)
     }
 
     /// `shmem_team_sync`: returns once every PE of the team has called it.
