@@ -36,6 +36,22 @@ pub enum SignalOp {
     Add,
 }
 
+/// Where a conduit's local segment lives in a file the process can map
+/// again: `len` bytes of the segment are the bytes of `fd` from `offset`
+/// on (page-aligned). Mapping a page-aligned range of it `MAP_SHARED`
+/// elsewhere in the process yields a second view of the same segment
+/// bytes: what peers put there appears at both addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentBacking {
+    /// An open descriptor of the backing file, owned by the conduit (valid
+    /// while it lives; do not close it).
+    pub fd: std::os::fd::RawFd,
+    /// File offset of segment byte 0 (a multiple of the page size).
+    pub offset: u64,
+    /// Length of the segment in the file.
+    pub len: usize,
+}
+
 /// The contract every conduit meets. Offsets are byte offsets into the
 /// target PE's segment; every PE's segment has the same length.
 ///
@@ -148,6 +164,15 @@ pub trait Conduit {
 
     /// Ends the whole job with `status`, from any PE, without a collective.
     fn global_exit(&self, status: i32) -> !;
+
+    /// The file behind this PE's own segment, for a layer that maps part of
+    /// it a second time (the C ABI maps the program's static data onto a
+    /// region of the segment, see `shmem::static_data`). `None` (the
+    /// default) when the segment is not file-backed: such conduits cannot
+    /// make static data symmetric.
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        None
+    }
 }
 
 /// Every conduit behind one type, dispatched statically by `match` so that
@@ -299,5 +324,8 @@ impl Conduit for AnyConduit {
     }
     fn global_exit(&self, status: i32) -> ! {
         dispatch!(self, c => c.global_exit(status))
+    }
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        dispatch!(self, c => c.segment_backing())
     }
 }

@@ -69,6 +69,18 @@ pub enum ShmemError {
         /// Length of the object.
         len: usize,
     },
+    /// An address handed to a C routine does not lie in symmetric memory
+    /// (the symmetric heap or the program's symmetric static data).
+    NotSymmetric {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// The address.
+        addr: usize,
+        /// Bytes accessed from it.
+        len: usize,
+    },
     /// The symmetric heap cannot satisfy an allocation, or an allocation
     /// argument is invalid.
     Alloc {
@@ -181,6 +193,15 @@ impl fmt::Display for ShmemError {
                 f,
                 "PE {pe}: {call}: elements {start}..{} out of bounds (object has {len} elements)",
                 start.saturating_add(*count)
+            ),
+            ShmemError::NotSymmetric {
+                pe,
+                call,
+                addr,
+                len,
+            } => write!(
+                f,
+                "PE {pe}: {call}: address {addr:#x} ({len} bytes) is outside symmetric memory"
             ),
             ShmemError::Alloc { pe, call, source } => write!(f, "PE {pe}: {call}: {source}"),
             ShmemError::SizeOverflow {

@@ -68,6 +68,7 @@ pub mod error;
 pub mod nbi;
 pub mod pod;
 pub mod runtime;
+pub mod static_data;
 pub mod sym;
 pub mod team;
 pub mod wait;
@@ -153,7 +154,7 @@ pub fn init_thread(requested: ThreadLevel) -> Result<(Shmem, ThreadLevel)> {
 }
 
 fn init_full(config: Config, level: ThreadLevel) -> Result<Shmem> {
-    let rt = Runtime::start(config, level)?;
+    let rt = Runtime::start(config, level, runtime::StartOptions::default())?;
     Ok(Shmem {
         // SAFETY: `Runtime::start` returns a pointer from `Box::into_raw`.
         rt: unsafe { NonNull::new_unchecked(rt) },

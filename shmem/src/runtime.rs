@@ -24,6 +24,14 @@
 //! | `0x6000` | 40 KiB | reserved |
 //! | `0x10000` | `SHMEM_SYMMETRIC_SIZE` | user heap (see [`crate::alloc`]) |
 //! | [`layout::team_pool`] | `FSHMEM_TEAMS_MAX` x slot | the collective pool: one slot per team ([`crate::team`]) |
+//! | after the pool | C ABI only: [`layout::ACTIVE_SETS`] x slot | slots of the deprecated active-set collectives |
+//! | next page | C ABI only: the executable's static data | see [`crate::static_data`] |
+//!
+//! The active-set slots are assigned to active sets (start, stride, size)
+//! on first use through a directory of [`layout::ACTIVE_SETS`] words at
+//! [`layout::ACTIVE_SET_DIR`] in PE 0's segment: a PE claims or finds the
+//! set's key there with compare-and-swap, so every member agrees on the
+//! slot without a collective.
 //!
 //! A pool slot holds `8 * n_pes` bytes of message counters (one per
 //! sender, rounded up to 64 bytes), 64 bytes of auxiliary words, and two
@@ -36,8 +44,9 @@ use crate::alloc::HeapAllocator;
 use crate::coll::Coll;
 use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION, format_size};
 use crate::ctx::ThreadLevel;
-use crate::error::{Result, ShmemError};
+use crate::error::{Result, ShmemError, call_code};
 use crate::pod::bytes_of_mut;
+use crate::static_data::{self, StaticData};
 use crate::team::{TeamConfig, TeamPool, TeamState};
 use conduits::wait::Backoff;
 use conduits::{AmoWidth, AnyConduit, Conduit, ConduitError, JobEnv};
@@ -60,6 +69,11 @@ pub mod layout {
     pub const SIGNAL_SCRATCH: usize = 0x0400;
     /// Length of the signal scratch.
     pub const SIGNAL_SCRATCH_LEN: usize = 0x0400;
+    /// Directory of the active sets' keys (C ABI), [`ACTIVE_SETS`] words,
+    /// used on PE 0 only.
+    pub const ACTIVE_SET_DIR: usize = 0x1000;
+    /// Number of active-set slots (distinct active sets a C program may use).
+    pub const ACTIVE_SETS: usize = 16;
     /// Reserved for distributed locks.
     pub const LOCKS: usize = 0x5000;
     /// Length of the lock area.
@@ -72,6 +86,23 @@ pub mod layout {
     pub const fn team_pool(heap_len: usize) -> usize {
         HEAP + heap_len.next_multiple_of(0x1000)
     }
+}
+
+/// How the runtime starts, beyond the configuration.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StartOptions {
+    /// Started by the C ABI: reserve the active-set slots and make the
+    /// executable's static data symmetric.
+    pub(crate) c_api: bool,
+}
+
+/// The executable's static data mapped onto the segment.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StaticRegion {
+    /// Where it lives in this process.
+    pub(crate) data: StaticData,
+    /// Its segment offset.
+    pub(crate) offset: usize,
 }
 
 /// What the runtime runs on: every conduit, dispatched statically.
@@ -88,6 +119,10 @@ pub struct Runtime {
     /// sync_all and the implicit barriers of allocation and finalization.
     pub(crate) pool: TeamPool,
     thread_level: ThreadLevel,
+    /// First active-set slot and how many there are (C ABI; 0 otherwise).
+    pub(crate) active_sets: (usize, usize),
+    /// The symmetric static data (C ABI on a file-backed conduit).
+    pub(crate) statics: Option<StaticRegion>,
 }
 
 const UNINIT: u8 = 0;
@@ -102,13 +137,17 @@ static USERS: AtomicUsize = AtomicUsize::new(0);
 impl Runtime {
     /// Starts the runtime: reads the configuration and the job, attaches
     /// the conduit, and publishes the state. Errors if already running.
-    pub(crate) fn start(config: Config, thread_level: ThreadLevel) -> Result<*mut Runtime> {
+    pub(crate) fn start(
+        config: Config,
+        thread_level: ThreadLevel,
+        opts: StartOptions,
+    ) -> Result<*mut Runtime> {
         match STATE.compare_exchange(UNINIT, STARTING, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {}
             Err(FINALIZED) => return Err(ShmemError::Finalized),
             Err(_) => return Err(ShmemError::AlreadyInitialized),
         }
-        match Self::build(config, thread_level) {
+        match Self::build(config, thread_level, opts) {
             Ok(rt) => {
                 let p = Box::into_raw(Box::new(rt));
                 GLOBAL.store(p, Ordering::SeqCst);
@@ -122,7 +161,7 @@ impl Runtime {
         }
     }
 
-    fn build(config: Config, thread_level: ThreadLevel) -> Result<Runtime> {
+    fn build(config: Config, thread_level: ThreadLevel, opts: StartOptions) -> Result<Runtime> {
         let boot = |e: ConduitError| ShmemError::conduit(0, "shmem_init", e);
         let job = JobEnv::from_env().map_err(boot)?;
         let heap_len = config.symmetric_size;
@@ -135,10 +174,20 @@ impl Runtime {
             });
         }
         let slots = config.coll.teams_max.max(2);
+        let active = if opts.c_api { layout::ACTIVE_SETS } else { 0 };
+        let statics = if opts.c_api {
+            static_data::find()
+        } else {
+            None
+        };
+        let page = static_data::page_size();
         let (counters_len, slot_len) = TeamPool::layout(job.size, scratch);
-        let segment_len = (heap_len < isize::MAX as usize / 2)
+        let pool_end = (heap_len < isize::MAX as usize / 2)
             .then(|| layout::team_pool(heap_len))
-            .and_then(|b| b.checked_add(slots.checked_mul(slot_len)?))
+            .and_then(|b| b.checked_add((slots + active).checked_mul(slot_len)?));
+        let static_off = pool_end.map(|e| e.next_multiple_of(page));
+        let segment_len = static_off
+            .and_then(|o| o.checked_add(statics.map_or(0, |d| d.len)))
             .ok_or_else(|| ShmemError::Config {
                 var: "SHMEM_SYMMETRIC_SIZE",
                 value: heap_len.to_string(),
@@ -178,6 +227,34 @@ impl Runtime {
             world: Arc::new(TeamState::new(0, (0..n).collect(), me, cfg, true)),
             shared: Arc::new(TeamState::new(1, shared, shared_me, cfg, true)),
         };
+        let static_off = static_off.unwrap_or(0);
+        let statics = match (statics, conduit.segment_backing()) {
+            (Some(data), Some(backing)) => {
+                // SAFETY: `data` comes from `find`; the region
+                // `static_off..+data.len` is page-aligned and inside the
+                // segment (its length was computed to hold it); the
+                // runtime starts before the program's threads use the
+                // runtime, and no peer writes the region before the
+                // bootstrap barrier below.
+                unsafe {
+                    static_data::remap(data, conduit.local_segment(), static_off, backing)
+                }
+                .map_err(|e| {
+                    ShmemError::conduit(
+                        me,
+                        "shmem_init",
+                        ConduitError::Io(format!(
+                            "cannot map the program's static data onto the segment: {e}"
+                        )),
+                    )
+                })?;
+                Some(StaticRegion {
+                    data,
+                    offset: static_off,
+                })
+            }
+            _ => None,
+        };
         let rt = Runtime {
             me,
             n,
@@ -186,6 +263,8 @@ impl Runtime {
             thread_level,
             config,
             conduit,
+            active_sets: (slots, active),
+            statics,
         };
         rt.write_header();
         // Every PE attached and initialized its header before any
@@ -239,6 +318,16 @@ impl Runtime {
                 format_size(c.symmetric_size),
                 layout::HEAP
             );
+            if let Some(s) = self.statics {
+                eprintln!(
+                    "PE {}: shmem_init: static data {:#x}..{:#x} ({} bytes) is symmetric at segment offset {:#x}",
+                    self.me,
+                    s.data.start,
+                    s.data.start + s.data.len,
+                    s.data.len,
+                    s.offset
+                );
+            }
         }
     }
 
@@ -302,6 +391,160 @@ impl Runtime {
     #[inline(always)]
     pub(crate) fn local_addr(&self, off: usize) -> *mut u8 {
         self.conduit.local_segment().wrapping_add(off)
+    }
+
+    /// Segment offset of `len` bytes at `addr` in this process, when they lie
+    /// in symmetric memory: the user heap (through the segment mapping) or
+    /// the symmetric static data; else [`ShmemError::NotSymmetric`].
+    #[inline]
+    pub(crate) fn sym_offset(&self, call: &'static str, addr: usize, len: usize) -> Result<usize> {
+        let base = self.conduit.local_segment() as usize;
+        let heap = base + layout::HEAP;
+        if addr >= heap
+            && addr
+                .checked_add(len)
+                .is_some_and(|e| e <= heap + self.config.symmetric_size)
+        {
+            return Ok(addr - base);
+        }
+        if let Some(s) = self.statics {
+            if s.data.contains(addr, len) {
+                return Ok(s.offset + (addr - s.data.start));
+            }
+            let alias = base + s.offset;
+            if addr >= alias && addr.checked_add(len).is_some_and(|e| e <= alias + s.data.len) {
+                return Ok(addr - base);
+            }
+        }
+        Err(self.not_symmetric(call, addr, len))
+    }
+
+    #[cold]
+    fn not_symmetric(&self, call: &'static str, addr: usize, len: usize) -> ShmemError {
+        ShmemError::NotSymmetric {
+            pe: self.me,
+            call,
+            addr,
+            len,
+        }
+    }
+
+    /// The end of the symmetric area (heap or static data) that holds
+    /// segment offset `off`.
+    pub(crate) fn sym_area_end(&self, off: usize) -> usize {
+        match self.statics {
+            Some(s) if off >= s.offset => s.offset + s.data.len,
+            _ => layout::HEAP + self.config.symmetric_size,
+        }
+    }
+
+    /// Allocates `bytes` bytes aligned to `align` on the heap of every PE
+    /// (collective: the allocation check with `SHMEM_DEBUG`, then a
+    /// barrier); zeroes them if `zero`. Returns the segment offset.
+    pub(crate) fn alloc_bytes(
+        &self,
+        call: &'static str,
+        bytes: usize,
+        align: usize,
+        zero: bool,
+        what: &str,
+    ) -> Result<usize> {
+        let heap_off = self
+            .heap()
+            .alloc(bytes, align)
+            .map_err(|source| ShmemError::Alloc {
+                pe: self.me,
+                call,
+                source,
+            })?;
+        let off = layout::HEAP + heap_off;
+        if zero {
+            // SAFETY: the block `off..off+bytes` lies in this PE's heap and
+            // was just allocated; no other PE writes it before the barrier
+            // below, which every PE passes only after allocating it.
+            unsafe { std::ptr::write_bytes(self.local_addr(off), 0, bytes) };
+        }
+        if self.config.debug {
+            eprintln!(
+                "PE {}: {call}: {what} ({bytes} bytes, align {align}) at heap offset {heap_off:#x}",
+                self.me
+            );
+        }
+        // Every PE passes the final barrier, also when the debug check fails
+        // on some of them.
+        let checked = self.check_collective(call, [call_code(call), bytes as u64, heap_off as u64]);
+        let barrier = self.barrier_all(call);
+        match checked.and(barrier) {
+            Ok(()) => Ok(off),
+            Err(e) => {
+                let _ = self.heap().free(heap_off);
+                Err(e)
+            }
+        }
+    }
+
+    /// Frees the heap block at segment offset `off` of `bytes` bytes
+    /// (collective: a barrier first, then the `SHMEM_DEBUG` check).
+    pub(crate) fn free_bytes(&self, call: &'static str, off: usize, bytes: usize) -> Result<()> {
+        self.barrier_all(call)?;
+        let heap_off = off.wrapping_sub(layout::HEAP);
+        self.check_collective(call, [call_code(call), bytes as u64, heap_off as u64])?;
+        self.heap()
+            .free(heap_off)
+            .map_err(|source| ShmemError::Alloc {
+                pe: self.me,
+                call,
+                source,
+            })?;
+        if self.config.debug {
+            eprintln!("PE {}: {call}: heap offset {heap_off:#x}", self.me);
+        }
+        Ok(())
+    }
+
+    /// Resizes the heap block at segment offset `off` (`old_bytes` long) to
+    /// `bytes`, keeping `align`: a barrier, the resize (moving and copying
+    /// when it cannot grow in place), the `SHMEM_DEBUG` check and a
+    /// barrier. Returns the new segment offset; on error nothing changed.
+    pub(crate) fn realloc_bytes(
+        &self,
+        call: &'static str,
+        off: usize,
+        old_bytes: usize,
+        bytes: usize,
+        align: usize,
+    ) -> Result<usize> {
+        self.barrier_all(call)?;
+        let heap_off = off.wrapping_sub(layout::HEAP);
+        let r = self
+            .heap()
+            .realloc(heap_off, bytes, align)
+            .map_err(|source| ShmemError::Alloc {
+                pe: self.me,
+                call,
+                source,
+            })?;
+        let new_off = layout::HEAP + r.offset;
+        if r.moved {
+            let keep = old_bytes.min(bytes);
+            // SAFETY: both blocks lie in this PE's heap and are disjoint (the
+            // new block was allocated while the old one was live); the old
+            // one is free now but untouched until the next allocation, and
+            // no other PE writes either block until the barrier below.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.local_addr(off), self.local_addr(new_off), keep)
+            };
+        }
+        if self.config.debug {
+            eprintln!(
+                "PE {}: {call}: {old_bytes} -> {bytes} bytes, heap offset {heap_off:#x} -> {:#x}",
+                self.me, r.offset
+            );
+        }
+        let checked =
+            self.check_collective(call, [call_code(call), bytes as u64, r.offset as u64]);
+        self.barrier_all(call)?;
+        checked.map(|()| new_off)
     }
 
     /// Waits until every operation this PE issued is complete.

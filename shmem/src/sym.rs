@@ -12,9 +12,9 @@
 //! `src` over elements `start..start + src.len()` of `pe`'s copy of `x`.
 
 use crate::Shmem;
-use crate::error::{Result, ShmemError, call_code};
+use crate::error::{Result, ShmemError};
 use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
-use crate::runtime::{Runtime, layout};
+use crate::runtime::Runtime;
 use crate::wait::Cmp;
 use conduits::{AmoOp, Conduit, SignalOp};
 use std::marker::PhantomData;
@@ -78,47 +78,15 @@ impl Shmem {
         let rt = self.rt();
         let bytes = byte_len::<T>(rt, call, len)?;
         let align = align.max(align_of::<T>());
-        let heap_off = rt
-            .heap()
-            .alloc(bytes, align)
-            .map_err(|source| ShmemError::Alloc {
-                pe: rt.my_pe(),
-                call,
-                source,
-            })?;
-        let v = SymVec {
+        let what = format!("{len} x {}", std::any::type_name::<T>());
+        let off = rt.alloc_bytes(call, bytes, align, zero, &what)?;
+        Ok(SymVec {
             rt,
-            off: layout::HEAP + heap_off,
+            off,
             len,
             align,
             _t: PhantomData,
-        };
-        if zero {
-            // SAFETY: the block `off..off+bytes` lies in this PE's heap and
-            // was just allocated; no other PE writes it before the barrier
-            // below, which every PE passes only after allocating it.
-            unsafe { std::ptr::write_bytes(rt.local_addr(v.off), 0, bytes) };
-        }
-        if rt.config().debug {
-            eprintln!(
-                "PE {}: {call}: {len} x {} ({bytes} bytes, align {align}) at heap offset {heap_off:#x}",
-                rt.my_pe(),
-                std::any::type_name::<T>()
-            );
-        }
-        // Every PE passes the final barrier, also when the debug check fails
-        // on some of them.
-        let checked = rt.check_collective(call, [call_code(call), bytes as u64, heap_off as u64]);
-        let barrier = rt.barrier_all(call);
-        match checked.and(barrier) {
-            Ok(()) => Ok(v),
-            Err(e) => {
-                // Not handed out: release it without the collective free.
-                std::mem::forget(v);
-                let _ = rt.heap().free(heap_off);
-                Err(e)
-            }
-        }
+        })
     }
 
     /// `shmem_malloc`: allocates `len` elements of `T` on every PE.
@@ -448,41 +416,10 @@ impl<'s, T: Pod> SymVec<'s, T> {
         const CALL: &str = "shmem_realloc";
         let rt = self.rt;
         let bytes = byte_len::<T>(rt, CALL, new_len)?;
-        rt.barrier_all(CALL)?;
-        let heap_off = self.off - layout::HEAP;
-        let r = rt
-            .heap()
-            .realloc(heap_off, bytes, self.align)
-            .map_err(|source| ShmemError::Alloc {
-                pe: rt.my_pe(),
-                call: CALL,
-                source,
-            })?;
-        let new_off = layout::HEAP + r.offset;
-        if r.moved {
-            let keep = (self.len * size_of::<T>()).min(bytes);
-            // SAFETY: both blocks lie in this PE's heap and are disjoint (the
-            // new block was allocated while the old one was live); the old
-            // one is free now but untouched until the next allocation, and
-            // no other PE writes either block until the barrier below.
-            unsafe {
-                std::ptr::copy_nonoverlapping(rt.local_addr(self.off), rt.local_addr(new_off), keep)
-            };
-        }
-        if rt.config().debug {
-            eprintln!(
-                "PE {}: {CALL}: {} -> {new_len} elements, heap offset {:#x} -> {:#x}",
-                rt.my_pe(),
-                self.len,
-                heap_off,
-                r.offset
-            );
-        }
-        self.off = new_off;
+        let old = self.len * size_of::<T>();
+        self.off = rt.realloc_bytes(CALL, self.off, old, bytes, self.align)?;
         self.len = new_len;
-        let checked = rt.check_collective(CALL, [call_code(CALL), bytes as u64, r.offset as u64]);
-        rt.barrier_all(CALL)?;
-        checked
+        Ok(())
     }
 
     /// `shmem_free`: frees the object on every PE and reports errors (drop
@@ -503,25 +440,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
     fn release(&self) -> Result<()> {
         const CALL: &str = "shmem_free";
         let rt = self.rt;
-        rt.barrier_all(CALL)?;
-        let heap_off = self.off - layout::HEAP;
-        let bytes = self.len * size_of::<T>();
-        rt.check_collective(CALL, [call_code(CALL), bytes as u64, heap_off as u64])?;
-        rt.heap()
-            .free(heap_off)
-            .map_err(|source| ShmemError::Alloc {
-                pe: rt.my_pe(),
-                call: CALL,
-                source,
-            })?;
-        if rt.config().debug {
-            eprintln!(
-                "PE {}: {CALL}: heap offset {heap_off:#x} ({} elements)",
-                rt.my_pe(),
-                self.len
-            );
-        }
-        Ok(())
+        rt.free_bytes(CALL, self.off, self.len * size_of::<T>())
     }
 }
 

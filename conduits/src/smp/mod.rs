@@ -79,7 +79,7 @@ pub use shm::{SHM_DIR, job_file, job_files, job_prefix, remove_job_files};
 use crate::error::{ConduitError, Result, check_range};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SignalOp};
+use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
 use ctl::{Ctl, Layout, state};
 use gasnet_core::am::check_shape;
 use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, ReplySink, Token};
@@ -123,6 +123,9 @@ pub struct SmpConduit {
     /// Bootstrap completed (a conduit dropped before that failed it).
     ready: bool,
     _maps: Vec<Region>,
+    /// This PE's segment file (unlinked after bootstrap), kept open so
+    /// that [`Conduit::segment_backing`] can hand it out.
+    seg_file: std::fs::File,
 }
 
 // SAFETY: the raw pointers name shared mappings owned by `_maps`, which live
@@ -230,7 +233,6 @@ impl SmpConduit {
         let seg_path = shm::job_file(&job.job_id, &rank.to_string());
         let (seg_file, seg_guard) = shm::create(&seg_path, segment_len.max(1))?;
         let own = Region::map(&seg_file, segment_len, &seg_path)?;
-        drop(seg_file);
 
         let mut conduit = SmpConduit {
             rank,
@@ -247,6 +249,7 @@ impl SmpConduit {
             finalized: AtomicBool::new(false),
             ready: false,
             _maps: Vec::with_capacity(size + 1),
+            seg_file,
         };
         conduit.segs[rank] = own.ptr();
         conduit._maps.extend(ctl_region.take());
@@ -888,6 +891,17 @@ impl Conduit for SmpConduit {
         // Whoever set the word first decides the status of the whole job.
         self.check_global_exit();
         std::process::exit(status)
+    }
+
+    /// The PE's `/dev/shm` segment file (unlinked, still open), mapped from
+    /// offset 0.
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        use std::os::fd::AsRawFd;
+        Some(SegmentBacking {
+            fd: self.seg_file.as_raw_fd(),
+            offset: 0,
+            len: self.segment_len,
+        })
     }
 }
 
