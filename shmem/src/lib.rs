@@ -61,6 +61,7 @@
 //! Configuration comes from the environment: see [`config`].
 
 pub mod alloc;
+mod capi;
 pub mod coll;
 pub mod config;
 pub mod ctx;

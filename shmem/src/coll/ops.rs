@@ -198,3 +198,116 @@ macro_rules! complex_ops {
     )*};
 }
 complex_ops!(f32, f64);
+
+/// C `long double` on x86-64: the 80-bit extended format in 16 bytes
+/// (64-bit significand with explicit integer bit, then sign and 15-bit
+/// exponent, then 6 bytes of padding). Reductions compute in `f64` (the
+/// extra precision is not kept); RMA moves the 16 bytes unchanged.
+///
+/// ```
+/// use shmem::coll::ops::{LongDouble, Reducible, Sum};
+/// let a = LongDouble::from_f64(1.5);
+/// assert_eq!(a.to_f64(), 1.5);
+/// assert_eq!(<LongDouble as Reducible<Sum>>::combine(a, a).to_f64(), 3.0);
+/// ```
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LongDouble(pub [u8; 16]);
+
+// SAFETY: sixteen bytes under repr(C): no padding, every bit pattern is a
+// valid value.
+unsafe impl Pod for LongDouble {}
+
+/// `x * 2^k` without intermediate overflow or underflow.
+fn scale(mut x: f64, mut k: i32) -> f64 {
+    while k > 1000 {
+        x *= 2f64.powi(1000);
+        k -= 1000;
+    }
+    while k < -1000 {
+        x *= 2f64.powi(-1000);
+        k += 1000;
+    }
+    x * 2f64.powi(k)
+}
+
+impl LongDouble {
+    /// The value, rounded to `f64`.
+    pub fn to_f64(self) -> f64 {
+        let b = self.0;
+        let mant = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        let se = u16::from_le_bytes([b[8], b[9]]);
+        let neg = se & 0x8000 != 0;
+        let exp = (se & 0x7fff) as i32;
+        let mag = if exp == 0x7fff {
+            if mant << 1 == 0 { f64::INFINITY } else { f64::NAN }
+        } else if exp == 0 && mant == 0 {
+            0.0
+        } else {
+            scale(mant as f64, exp.max(1) - 16383 - 63)
+        };
+        if neg { -mag } else { mag }
+    }
+
+    /// The exact extended value of `x`.
+    pub fn from_f64(x: f64) -> LongDouble {
+        let bits = x.to_bits();
+        let neg = bits >> 63 != 0;
+        let e = ((bits >> 52) & 0x7ff) as i32;
+        let frac = bits & ((1u64 << 52) - 1);
+        let (exp, mant): (i32, u64) = if e == 0x7ff {
+            (0x7fff, if frac == 0 { 1 << 63 } else { 0xc000_0000_0000_0000 })
+        } else if e == 0 && frac == 0 {
+            (0, 0)
+        } else if e == 0 {
+            let lz = frac.leading_zeros() as i32;
+            (-1074 - lz + 63 + 16383, frac << lz)
+        } else {
+            (e - 1023 + 16383, ((1u64 << 52) | frac) << 11)
+        };
+        let se = (exp as u16) | if neg { 0x8000 } else { 0 };
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&mant.to_le_bytes());
+        out[8..10].copy_from_slice(&se.to_le_bytes());
+        LongDouble(out)
+    }
+}
+
+macro_rules! long_double_ops {
+    ($($op:ident $id:expr, |$a:ident, $b:ident| $e:expr;)*) => {$(
+        impl Reducible<$op> for LongDouble {
+            #[inline]
+            fn combine(a: Self, b: Self) -> Self {
+                let ($a, $b) = (a.to_f64(), b.to_f64());
+                LongDouble::from_f64($e)
+            }
+            #[inline]
+            fn identity() -> Self {
+                LongDouble::from_f64($id)
+            }
+        }
+    )*};
+}
+long_double_ops!(
+    Sum 0.0, |a, b| a + b;
+    Prod 1.0, |a, b| a * b;
+    Max f64::NEG_INFINITY, |a, b| a.max(b);
+    Min f64::INFINITY, |a, b| a.min(b);
+);
+
+#[cfg(test)]
+mod long_double_tests {
+    use super::LongDouble;
+
+    #[test]
+    fn round_trips() {
+        for x in [0.0, -0.0, 1.0, -2.5, 1e300, -1e-300, 5e-324, f64::INFINITY, 3.0e-310] {
+            let y = LongDouble::from_f64(x).to_f64();
+            assert_eq!(x.to_bits(), y.to_bits(), "{x}");
+        }
+        assert!(LongDouble::from_f64(f64::NAN).to_f64().is_nan());
+        // 1.0L as x86 stores it.
+        let one = LongDouble::from_f64(1.0).0;
+        assert_eq!(&one[..10], &[0, 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0x3f]);
+    }
+}

@@ -1,0 +1,381 @@
+//! Setup and query, memory management, ordering, and the deprecated
+//! names programs still call (`start_pes`, `_my_pe`, `shmalloc`...).
+
+use super::{EXITING, RT, exit_job, fail, ok, rt};
+use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION};
+use crate::ctx::ThreadLevel;
+use crate::error::ShmemError;
+use crate::runtime::{self, Runtime, StartOptions, layout};
+use conduits::Conduit;
+use std::ffi::{c_char, c_int, c_long, c_void};
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+/// `SHMEM_THREAD_*` as in `shmem.h`.
+fn level_of(l: c_int) -> ThreadLevel {
+    match l {
+        0 => ThreadLevel::Single,
+        1 => ThreadLevel::Funneled,
+        2 => ThreadLevel::Serialized,
+        _ => ThreadLevel::Multiple,
+    }
+}
+
+fn level_code(l: ThreadLevel) -> c_int {
+    match l {
+        ThreadLevel::Single => 0,
+        ThreadLevel::Funneled => 1,
+        ThreadLevel::Serialized => 2,
+        ThreadLevel::Multiple => 3,
+    }
+}
+
+/// Serializes init and finalize.
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+
+fn start(level: ThreadLevel) {
+    let _g = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
+    if !RT.load(Ordering::Acquire).is_null() {
+        return; // already running: a second shmem_init does nothing
+    }
+    let r = Config::from_env().and_then(|c| {
+        Runtime::start(c, level, StartOptions { c_api: true })
+    });
+    match r {
+        Ok(p) => RT.store(p, Ordering::Release),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+/// `shmem_init`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_init() {
+    start(ThreadLevel::Multiple)
+}
+
+/// `shmem_init_thread`: every level is provided as requested.
+///
+/// # Safety
+/// `provided` must be null or a writable `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
+    start(level_of(requested));
+    if !provided.is_null() {
+        let got = level_code(rt("shmem_init_thread").thread_level());
+        // SAFETY: the C contract: a writable `int`.
+        unsafe { provided.write(got) };
+    }
+    0
+}
+
+/// `shmem_query_thread`.
+///
+/// # Safety
+/// `provided` must be a writable `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
+    let got = level_code(rt("shmem_query_thread").thread_level());
+    if !provided.is_null() {
+        // SAFETY: the C contract: a writable `int`.
+        unsafe { provided.write(got) };
+    }
+}
+
+/// `start_pes` (deprecated): `shmem_init`; the argument is ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn start_pes(_npes: c_int) {
+    shmem_init()
+}
+
+/// `shmem_finalize`: a barrier, then the runtime detaches. Later calls do
+/// nothing.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_finalize() {
+    let _g = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
+    let p = RT.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if p.is_null() || EXITING.load(Ordering::SeqCst) {
+        return;
+    }
+    // SAFETY: `p` came from `Runtime::start`, is unpublished now and is
+    // finished only here (the swap above hands it to one caller).
+    if let Err(e) = unsafe { runtime::finish(p) } {
+        eprintln!("{e}");
+        std::process::exit(1)
+    }
+}
+
+/// `shmem_global_exit`: ends every PE of the job with `status`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_global_exit(status: c_int) {
+    exit_job(status)
+}
+
+macro_rules! int_query {
+    ($($name:ident $call:literal)*) => {$(
+        /// The PE number or the job size, as a C `int`.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name() -> c_int {
+            let rt = rt($call);
+            (if $call.contains("my_pe") { rt.my_pe() } else { rt.n_pes() }) as c_int
+        }
+    )*};
+}
+int_query!(
+    shmem_my_pe "shmem_my_pe"
+    shmem_n_pes "shmem_n_pes"
+    _my_pe "_my_pe"
+    _num_pes "_num_pes"
+    my_pe "my_pe"
+    num_pes "num_pes"
+);
+
+/// `shmem_pe_accessible`: 1 for every PE of the job.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
+    let rt = rt("shmem_pe_accessible");
+    (pe >= 0 && (pe as usize) < rt.n_pes()) as c_int
+}
+
+/// `shmem_addr_accessible`: 1 when `addr` is symmetric and `pe` a PE of
+/// the job.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
+    const CALL: &str = "shmem_addr_accessible";
+    let rt = rt(CALL);
+    (pe >= 0 && (pe as usize) < rt.n_pes() && rt.sym_offset(CALL, addr as usize, 1).is_ok())
+        as c_int
+}
+
+/// The address of symmetric `dest` on world PE `pe` in this process, or
+/// null where the conduit cannot load and store it.
+pub(crate) fn ptr_on(rt: &Runtime, call: &'static str, dest: *const c_void, pe: usize) -> *mut c_void {
+    if pe == rt.my_pe() {
+        return if rt.sym_offset(call, dest as usize, 1).is_ok() {
+            dest.cast_mut()
+        } else {
+            std::ptr::null_mut()
+        };
+    }
+    match (rt.sym_offset(call, dest as usize, 1), rt.conduit.peer_segment(pe)) {
+        (Ok(off), Some(base)) => base.wrapping_add(off).cast(),
+        _ => std::ptr::null_mut(),
+    }
+}
+
+/// `shmem_ptr`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
+    const CALL: &str = "shmem_ptr";
+    let rt = rt(CALL);
+    if pe < 0 || pe as usize >= rt.n_pes() {
+        return std::ptr::null_mut();
+    }
+    ptr_on(rt, CALL, dest, pe as usize)
+}
+
+/// `shmem_info_get_version`: 1.5.
+///
+/// # Safety
+/// `major` and `minor` must be writable `int`s.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
+    // SAFETY: the C contract: writable `int`s.
+    unsafe {
+        major.write(OPENSHMEM_VERSION.0 as c_int);
+        minor.write(OPENSHMEM_VERSION.1 as c_int);
+    }
+}
+
+/// `SHMEM_MAX_NAME_LEN`.
+pub(crate) const MAX_NAME_LEN: usize = 256;
+
+/// `shmem_info_get_name`: "fshmem <version>", NUL-terminated.
+///
+/// # Safety
+/// `name` must have room for `SHMEM_MAX_NAME_LEN` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
+    let s = format!("fshmem {LIBRARY_VERSION}");
+    let n = s.len().min(MAX_NAME_LEN - 1);
+    // SAFETY: the C contract: `SHMEM_MAX_NAME_LEN` writable bytes; `n + 1`
+    // is at most that.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr().cast::<c_char>(), name, n);
+        name.add(n).write(0);
+    }
+}
+
+macro_rules! ordering {
+    ($($name:ident $call:literal $method:ident;)*) => {$(
+        /// Completion and ordering on the whole PE.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name() {
+            let rt = rt($call);
+            ok(rt.$method($call))
+        }
+    )*};
+}
+ordering!(
+    shmem_quiet "shmem_quiet" quiet;
+    shmem_fence "shmem_fence" fence;
+    shmem_barrier_all "shmem_barrier_all" barrier_all;
+    shmem_sync_all "shmem_sync_all" sync_all;
+);
+
+/// `shmem_pe_quiet` (1.6): completes this PE's operations (to every PE).
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_pe_quiet(_target_pes: *const c_int, _npes: usize) {
+    shmem_quiet()
+}
+
+/// `shmem_pcontrol`: profiling levels are accepted and ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_pcontrol(_level: c_int) {}
+
+macro_rules! no_op {
+    ($($name:ident ($($a:ident: $t:ty),*);)*) => {$(
+        /// A deprecated cache-management routine: nothing to do.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name($($a: $t),*) {}
+    )*};
+}
+no_op!(
+    shmem_clear_cache_inv();
+    shmem_set_cache_inv();
+    shmem_clear_cache_line_inv(_p: *mut c_void);
+    shmem_set_cache_line_inv(_p: *mut c_void);
+    shmem_udcflush();
+    shmem_udcflush_line(_p: *mut c_void);
+);
+
+// ----------------------------------------------------------------------
+// Memory management
+
+fn alloc(call: &'static str, size: usize, align: usize, zero: bool) -> *mut c_void {
+    let rt = rt(call);
+    if size == 0 {
+        return std::ptr::null_mut();
+    }
+    if !align.is_power_of_two() {
+        fail(ShmemError::Alloc {
+            pe: rt.my_pe(),
+            call,
+            source: crate::alloc::AllocError::BadAlign(align),
+        })
+    }
+    let off = ok(rt.alloc_bytes(call, size, align, zero, "C allocation"));
+    rt.local_addr(off).cast()
+}
+
+/// The heap block `p` starts, as (segment offset, rounded length).
+fn block(rt: &Runtime, call: &'static str, p: *mut c_void) -> (usize, usize) {
+    let off = ok(rt.sym_offset(call, p as usize, 1));
+    let len = off
+        .checked_sub(layout::HEAP)
+        .and_then(|h| rt.heap().len_of(h));
+    match len {
+        Some(l) => (off, l),
+        None => fail(ShmemError::Invalid {
+            pe: rt.my_pe(),
+            call,
+            reason: format!(
+                "address {:#x} is not the start of a live symmetric allocation",
+                p as usize
+            ),
+        }),
+    }
+}
+
+/// `shmem_malloc`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
+    alloc("shmem_malloc", size, 16, false)
+}
+
+/// `shmem_malloc_with_hints`: hints are accepted; the memory is the same.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void {
+    alloc("shmem_malloc", size, 16, false)
+}
+
+/// `shmem_calloc`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
+    const CALL: &str = "shmem_calloc";
+    let bytes = ok(super::nbytes(rt(CALL), CALL, count, size));
+    alloc(CALL, bytes, 16, true)
+}
+
+/// `shmem_align`.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
+    alloc("shmem_align", size, alignment, false)
+}
+
+/// `shmem_free`: null does nothing.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_free(ptr: *mut c_void) {
+    const CALL: &str = "shmem_free";
+    if ptr.is_null() {
+        return;
+    }
+    let rt = rt(CALL);
+    let (off, len) = block(rt, CALL, ptr);
+    ok(rt.free_bytes(CALL, off, len));
+}
+
+/// `shmem_realloc`: null allocates, size 0 frees.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    const CALL: &str = "shmem_realloc";
+    if ptr.is_null() {
+        return alloc(CALL, size, 16, false);
+    }
+    if size == 0 {
+        shmem_free(ptr);
+        return std::ptr::null_mut();
+    }
+    let rt = rt(CALL);
+    let (off, len) = block(rt, CALL, ptr);
+    let new = ok(rt.realloc_bytes(CALL, off, len, size, 16));
+    rt.local_addr(new).cast()
+}
+
+/// `shmalloc` (deprecated).
+#[unsafe(no_mangle)]
+pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
+    shmem_malloc(size)
+}
+
+/// `shfree` (deprecated).
+#[unsafe(no_mangle)]
+pub extern "C" fn shfree(ptr: *mut c_void) {
+    shmem_free(ptr)
+}
+
+/// `shrealloc` (deprecated).
+#[unsafe(no_mangle)]
+pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    shmem_realloc(ptr, size)
+}
+
+/// `shmemalign` (deprecated).
+#[unsafe(no_mangle)]
+pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
+    shmem_align(alignment, size)
+}
+
+/// `shmemx_wtime`: seconds on the monotonic clock.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmemx_wtime() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}

@@ -1,0 +1,393 @@
+//! Point-to-point synchronization: `wait_until` and `test` with their
+//! `_all`, `_any`, `_some` and `_vector` forms, the deprecated `wait`,
+//! `shmem_signal_wait_until` and `shmem_signal_fetch`, and locks.
+//!
+//! Waits read the local word with acquire atomics and serve the conduit
+//! between reads, spinning briefly and then yielding (the runtime's
+//! [`Backoff`]), exactly as the Rust waits do.
+
+use super::{fail, invalid, ok, rt};
+use crate::runtime::Runtime;
+use crate::wait::Cmp;
+use conduits::wait::Backoff;
+use conduits::{AmoOp, AmoWidth, Conduit};
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+/// `SHMEM_CMP_EQ`..`SHMEM_CMP_LE` as in `shmem.h`.
+pub(crate) fn cmp_of(rt: &Runtime, call: &'static str, cmp: c_int) -> Cmp {
+    match cmp {
+        0 => Cmp::Eq,
+        1 => Cmp::Ne,
+        2 => Cmp::Gt,
+        3 => Cmp::Ge,
+        4 => Cmp::Lt,
+        5 => Cmp::Le,
+        _ => fail(invalid(
+            rt,
+            call,
+            format!("comparison {cmp} is not one of SHMEM_CMP_EQ..SHMEM_CMP_LE"),
+        )),
+    }
+}
+
+/// A word a wait reads atomically.
+pub(crate) trait Word: Copy + Ord {
+    /// Loads `*p` with acquire ordering.
+    ///
+    /// # Safety
+    /// `p` must be valid and aligned for the type.
+    unsafe fn load(p: *const Self) -> Self;
+}
+
+macro_rules! word {
+    ($($t:ty => $a:ty),*) => {$(
+        impl Word for $t {
+            #[inline(always)]
+            unsafe fn load(p: *const Self) -> Self {
+                // SAFETY: the caller passes a valid, aligned word; other PEs
+                // change it only with atomics or whole-value copies.
+                unsafe { <$a>::from_ptr(p as *mut _) }.load(Ordering::Acquire) as $t
+            }
+        }
+    )*};
+}
+word!(
+    i16 => std::sync::atomic::AtomicU16, u16 => std::sync::atomic::AtomicU16,
+    i32 => std::sync::atomic::AtomicU32, u32 => std::sync::atomic::AtomicU32,
+    i64 => std::sync::atomic::AtomicU64, u64 => std::sync::atomic::AtomicU64,
+    isize => std::sync::atomic::AtomicUsize, usize => std::sync::atomic::AtomicUsize
+);
+
+/// Serves the conduit once (a failed peer or a global exit ends the job).
+#[inline]
+fn progress(rt: &Runtime, call: &'static str) {
+    if let Err(e) = rt.conduit.poll() {
+        fail(rt.err(call, e))
+    }
+}
+
+/// Checks that `p` is aligned for `T` (a C program's misaligned wait word
+/// is reported, not read).
+#[inline]
+fn aligned<T>(rt: &Runtime, call: &'static str, p: *const T) {
+    if (p as usize) % align_of::<T>() != 0 || p.is_null() {
+        fail(invalid(
+            rt,
+            call,
+            format!(
+                "address {:#x} is not a valid, {}-byte aligned word",
+                p as usize,
+                align_of::<T>()
+            ),
+        ))
+    }
+}
+
+/// Which elements a multi-element wait considers.
+#[inline]
+fn active(status: *const c_int, i: usize) -> bool {
+    // SAFETY: when not null, `status` has the `nelems` entries the C
+    // contract requires, and `i < nelems`.
+    status.is_null() || unsafe { *status.add(i) } == 0
+}
+
+/// The shape of a multi-element wait or test.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    All,
+    Any,
+    Some,
+}
+
+/// One scan of `ivars`: for `All`, whether every active element holds;
+/// for `Any`, the index of one that holds; for `Some`, the indices of all
+/// that hold (written to `indices`), counted.
+///
+/// # Safety
+/// `ivars` (and `values`, `indices`, `status` when used) must have
+/// `nelems` valid entries.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan<T: Word>(
+    ivars: *const T,
+    nelems: usize,
+    status: *const c_int,
+    cmp: Cmp,
+    value: T,
+    values: *const T,
+    indices: *mut usize,
+    mode: Mode,
+) -> (bool, usize) {
+    let mut count = 0;
+    let mut any_active = false;
+    for i in 0..nelems {
+        if !active(status, i) {
+            continue;
+        }
+        any_active = true;
+        // SAFETY: `i < nelems` entries (caller contract).
+        let w = unsafe { T::load(ivars.add(i)) };
+        // SAFETY: as above.
+        let v = if values.is_null() { value } else { unsafe { *values.add(i) } };
+        let holds = cmp.holds(w, v);
+        match mode {
+            Mode::All if !holds => return (false, 0),
+            Mode::Any if holds => return (true, i),
+            Mode::Some if holds => {
+                // SAFETY: `indices` has `nelems` entries and `count <= i`.
+                unsafe { *indices.add(count) = i };
+                count += 1;
+            }
+            _ => {}
+        }
+    }
+    match mode {
+        Mode::All => (true, 0),
+        Mode::Any => (!any_active, usize::MAX),
+        Mode::Some => (count > 0 || !any_active, count),
+    }
+}
+
+/// A multi-element wait (`block`) or test: returns the scan's answer
+/// (`All`: 1/0, `Any`: index or `SIZE_MAX`, `Some`: count).
+///
+/// # Safety
+/// As for [`scan`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn multi<T: Word>(
+    call: &'static str,
+    ivars: *const T,
+    nelems: usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: T,
+    values: *const T,
+    indices: *mut usize,
+    mode: Mode,
+    block: bool,
+) -> usize {
+    let rt = rt(call);
+    let cmp = cmp_of(rt, call, cmp);
+    if nelems > 0 {
+        aligned(rt, call, ivars);
+    }
+    let mut backoff = Backoff::new();
+    loop {
+        // SAFETY: the caller's contract.
+        let (done, r) = unsafe { scan(ivars, nelems, status, cmp, value, values, indices, mode) };
+        if done || !block {
+            return match mode {
+                Mode::All => done as usize,
+                Mode::Any => {
+                    if done {
+                        r
+                    } else {
+                        usize::MAX
+                    }
+                }
+                Mode::Some => r,
+            };
+        }
+        progress(rt, call);
+        backoff.snooze();
+    }
+}
+
+/// The wait and test routines of one type.
+macro_rules! sync_family {
+    ($(($m:ident $n:literal $t:ty))*) => {$(
+        pub mod $m {
+            use super::*;
+            type T = $t;
+            const NOV: *const T = std::ptr::null();
+            const NOI: *mut usize = std::ptr::null_mut();
+
+            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until"))]
+            pub unsafe extern "C" fn wait_until(ivar: *mut T, cmp: c_int, value: T) {
+                // SAFETY: the C contract: `ivar` is a valid word.
+                unsafe { multi(concat!("shmem_", $n, "_wait_until"), ivar, 1, std::ptr::null(), cmp, value, NOV, NOI, Mode::All, true) };
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_wait"))]
+            pub unsafe extern "C" fn wait(ivar: *mut T, value: T) {
+                // SAFETY: the C contract: `ivar` is a valid word.
+                unsafe { multi(concat!("shmem_", $n, "_wait"), ivar, 1, std::ptr::null(), 1, value, NOV, NOI, Mode::All, true) };
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_test"))]
+            pub unsafe extern "C" fn test(ivar: *mut T, cmp: c_int, value: T) -> c_int {
+                // SAFETY: the C contract: `ivar` is a valid word.
+                unsafe { multi(concat!("shmem_", $n, "_test"), ivar, 1, std::ptr::null(), cmp, value, NOV, NOI, Mode::All, false) as c_int }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_all"))]
+            pub unsafe extern "C" fn wait_until_all(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, value: T) {
+                // SAFETY: the C contract: `nelems` valid words and statuses.
+                unsafe { multi(concat!("shmem_", $n, "_wait_until_all"), ivars, nelems, status, cmp, value, NOV, NOI, Mode::All, true) };
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_any"))]
+            pub unsafe extern "C" fn wait_until_any(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, value: T) -> usize {
+                // SAFETY: the C contract: `nelems` valid words and statuses.
+                unsafe { multi(concat!("shmem_", $n, "_wait_until_any"), ivars, nelems, status, cmp, value, NOV, NOI, Mode::Any, true) }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_some"))]
+            pub unsafe extern "C" fn wait_until_some(ivars: *mut T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T) -> usize {
+                // SAFETY: the C contract: `nelems` valid words, statuses and indices.
+                unsafe { multi(concat!("shmem_", $n, "_wait_until_some"), ivars, nelems, status, cmp, value, NOV, indices, Mode::Some, true) }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_all_vector"))]
+            pub unsafe extern "C" fn wait_until_all_vector(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T) {
+                // SAFETY: the C contract: `nelems` valid words, statuses and values.
+                unsafe { multi(concat!("shmem_", $n, "_wait_until_all_vector"), ivars, nelems, status, cmp, 0 as T, values, NOI, Mode::All, true) };
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_any_vector"))]
+            pub unsafe extern "C" fn wait_until_any_vector(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T) -> usize {
+                // SAFETY: the C contract: `nelems` valid words, statuses and values.
+                unsafe { multi(concat!("shmem_", $n, "_wait_until_any_vector"), ivars, nelems, status, cmp, 0 as T, values, NOI, Mode::Any, true) }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_some_vector"))]
+            pub unsafe extern "C" fn wait_until_some_vector(ivars: *mut T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, values: *const T) -> usize {
+                // SAFETY: the C contract: `nelems` valid words, statuses, values and indices.
+                unsafe { multi(concat!("shmem_", $n, "_wait_until_some_vector"), ivars, nelems, status, cmp, 0 as T, values, indices, Mode::Some, true) }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_test_all"))]
+            pub unsafe extern "C" fn test_all(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, value: T) -> c_int {
+                // SAFETY: the C contract: `nelems` valid words and statuses.
+                unsafe { multi(concat!("shmem_", $n, "_test_all"), ivars, nelems, status, cmp, value, NOV, NOI, Mode::All, false) as c_int }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_test_any"))]
+            pub unsafe extern "C" fn test_any(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, value: T) -> usize {
+                // SAFETY: the C contract: `nelems` valid words and statuses.
+                unsafe { multi(concat!("shmem_", $n, "_test_any"), ivars, nelems, status, cmp, value, NOV, NOI, Mode::Any, false) }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_test_some"))]
+            pub unsafe extern "C" fn test_some(ivars: *mut T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T) -> usize {
+                // SAFETY: the C contract: `nelems` valid words, statuses and indices.
+                unsafe { multi(concat!("shmem_", $n, "_test_some"), ivars, nelems, status, cmp, value, NOV, indices, Mode::Some, false) }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_test_all_vector"))]
+            pub unsafe extern "C" fn test_all_vector(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T) -> c_int {
+                // SAFETY: the C contract: `nelems` valid words, statuses and values.
+                unsafe { multi(concat!("shmem_", $n, "_test_all_vector"), ivars, nelems, status, cmp, 0 as T, values, NOI, Mode::All, false) as c_int }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_test_any_vector"))]
+            pub unsafe extern "C" fn test_any_vector(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T) -> usize {
+                // SAFETY: the C contract: `nelems` valid words, statuses and values.
+                unsafe { multi(concat!("shmem_", $n, "_test_any_vector"), ivars, nelems, status, cmp, 0 as T, values, NOI, Mode::Any, false) }
+            }
+            #[unsafe(export_name = concat!("shmem_", $n, "_test_some_vector"))]
+            pub unsafe extern "C" fn test_some_vector(ivars: *mut T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, values: *const T) -> usize {
+                // SAFETY: the C contract: `nelems` valid words, statuses, values and indices.
+                unsafe { multi(concat!("shmem_", $n, "_test_some_vector"), ivars, nelems, status, cmp, 0 as T, values, indices, Mode::Some, false) }
+            }
+        }
+    )*};
+}
+
+mod typed {
+    use super::*;
+    super::super::for_sync_types!(sync_family);
+}
+
+/// `shmem_wait` (deprecated): waits until the `long` at `ivar` differs from
+/// `value`.
+///
+/// # Safety
+/// `ivar` must be a valid, aligned `long`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_wait(ivar: *mut i64, value: i64) {
+    // SAFETY: the C contract.
+    unsafe { typed::t_long::wait(ivar, value) }
+}
+
+/// `shmem_signal_wait_until`: waits until the local signal word satisfies
+/// `cmp`; returns its value.
+///
+/// # Safety
+/// `sig_addr` must be a valid, aligned `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, value: u64) -> u64 {
+    const CALL: &str = "shmem_signal_wait_until";
+    // SAFETY: the C contract: a valid signal word.
+    unsafe {
+        multi(
+            CALL,
+            sig_addr,
+            1,
+            std::ptr::null(),
+            cmp,
+            value,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+            Mode::All,
+            true,
+        )
+    };
+    // SAFETY: as above.
+    unsafe { u64::load(sig_addr) }
+}
+
+/// `shmem_signal_fetch`: the local signal word, read atomically.
+///
+/// # Safety
+/// `sig_addr` must be a valid, aligned `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
+    let rt = rt("shmem_signal_fetch");
+    aligned(rt, "shmem_signal_fetch", sig_addr);
+    // SAFETY: the C contract: a valid, aligned signal word (checked aligned).
+    unsafe { u64::load(sig_addr) }
+}
+
+// ----------------------------------------------------------------------
+// Locks: a symmetric `long`, zero when free; the holder's PE number + 1 in
+// PE 0's copy while held. Acquiring is a compare-and-swap on PE 0's copy,
+// retried with the runtime's backoff while serving the conduit.
+
+fn lock_word(rt: &Runtime, call: &'static str, lock: *mut i64) -> usize {
+    aligned(rt, call, lock);
+    ok(rt.sym_offset(call, lock as usize, 8))
+}
+
+fn try_lock(rt: &Runtime, call: &'static str, off: usize) -> bool {
+    let me = rt.my_pe() as u64 + 1;
+    ok(rt
+        .conduit
+        .atomic(0, off, AmoOp::CompareSwap, AmoWidth::W64, me, 0)
+        .map_err(|e| rt.err(call, e)))
+        == 0
+}
+
+/// `shmem_set_lock`: waits until this PE holds the lock.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_set_lock(lock: *mut i64) {
+    const CALL: &str = "shmem_set_lock";
+    let rt = rt(CALL);
+    let off = lock_word(rt, CALL, lock);
+    let mut backoff = Backoff::new();
+    while !try_lock(rt, CALL, off) {
+        progress(rt, CALL);
+        backoff.snooze();
+    }
+}
+
+/// `shmem_test_lock`: takes the lock if free; 0 when taken, 1 when another
+/// PE holds it.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_test_lock(lock: *mut i64) -> c_int {
+    const CALL: &str = "shmem_test_lock";
+    let rt = rt(CALL);
+    let off = lock_word(rt, CALL, lock);
+    if try_lock(rt, CALL, off) { 0 } else { 1 }
+}
+
+/// `shmem_clear_lock`: completes this PE's operations (quiet), then
+/// releases the lock.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_clear_lock(lock: *mut i64) {
+    const CALL: &str = "shmem_clear_lock";
+    let rt = rt(CALL);
+    let off = lock_word(rt, CALL, lock);
+    ok(rt.quiet(CALL));
+    ok(rt
+        .conduit
+        .atomic(0, off, AmoOp::Set, AmoWidth::W64, 0, 0)
+        .map_err(|e| rt.err(CALL, e)));
+}
