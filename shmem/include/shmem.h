@@ -279,10 +279,6 @@ typedef struct { uint64_t shmemi_lo, shmemi_hi; } shmemi_uint128_t;
     void shmem_ctx_##N##_put_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe); \
     void shmem_##N##_get_nbi(T *dest, const T *source, size_t nelems, int pe);        \
     void shmem_ctx_##N##_get_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe); \
-    void shmem_##N##_p(T *dest, T value, int pe);                                     \
-    void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe);                \
-    T shmem_##N##_g(const T *source, int pe);                                         \
-    T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe);                    \
     void shmem_##N##_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
     void shmem_ctx_##N##_iput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
     void shmem_##N##_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
@@ -296,6 +292,45 @@ typedef struct { uint64_t shmemi_lo, shmemi_hi; } shmemi_uint128_t;
     void shmem_##N##_put_signal_nbi(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe); \
     void shmem_ctx_##N##_put_signal_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 SHMEMI_RMA_TYPES(SHMEMI_DECL_RMA)
+
+#define SHMEMI_DECL_PG(T, N)                                                          \
+    void shmem_##N##_p(T *dest, T value, int pe);                                     \
+    void shmem_ctx_##N##_p(shmem_ctx_t ctx, T *dest, T value, int pe);                \
+    T shmem_##N##_g(const T *source, int pe);                                         \
+    T shmem_ctx_##N##_g(shmem_ctx_t ctx, const T *source, int pe);
+#define SHMEMI_PG_TYPES(X)                                                            \
+    X(float, float) X(double, double) X(char, char) X(signed char, schar)            \
+    X(short, short) X(int, int) X(long, long) X(long long, longlong)                 \
+    X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)          \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8)         \
+    X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8)          \
+    X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)      \
+    X(ptrdiff_t, ptrdiff)
+SHMEMI_PG_TYPES(SHMEMI_DECL_PG)
+
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
+
+/* long double travels by value in x87 registers, which the library's ABI
+ * does not use: these four are defined here over putmem/getmem. */
+static inline void shmem_longdouble_p(long double *dest, long double value, int pe) {
+    shmem_putmem(dest, &value, sizeof value, pe);
+}
+static inline void shmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe) {
+    shmem_ctx_putmem(ctx, dest, &value, sizeof value, pe);
+}
+static inline long double shmem_longdouble_g(const long double *source, int pe) {
+    long double v;
+    shmem_getmem(&v, source, sizeof v, pe);
+    return v;
+}
+static inline long double shmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe) {
+    long double v;
+    shmem_ctx_getmem(ctx, &v, source, sizeof v, pe);
+    return v;
+}
 
 #define SHMEMI_DECL_SIZED(T, S)                                                       \
     void shmem_put##S(void *dest, const void *source, size_t nelems, int pe);         \
@@ -320,10 +355,6 @@ SHMEMI_RMA_TYPES(SHMEMI_DECL_RMA)
     void shmem_ctx_put##S##_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 SHMEMI_SIZED_TYPES(SHMEMI_DECL_SIZED)
 
-void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
-void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
-void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
-void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
 void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);

@@ -74,7 +74,7 @@ pub(crate) struct CollState {
 pub(crate) struct TeamState {
     /// Pool slot.
     pub(crate) slot: usize,
-    /// World ranks of the members, increasing; index = team rank.
+    /// World ranks of the members; index = team rank.
     pub(crate) members: Vec<usize>,
     /// This PE's team rank.
     pub(crate) me: usize,
@@ -93,7 +93,6 @@ impl TeamState {
         config: TeamConfig,
         predefined: bool,
     ) -> TeamState {
-        debug_assert!(members.windows(2).all(|w| w[0] < w[1]));
         let n = members.len();
         TeamState {
             slot,
@@ -115,10 +114,11 @@ impl TeamState {
         self.members.len()
     }
 
-    /// The team rank of world rank `pe`, if a member.
+    /// The team rank of world rank `pe`, if a member (members are in team
+    /// order, which a negative stride makes decreasing).
     #[inline]
     pub(crate) fn rank_of(&self, pe: usize) -> Option<usize> {
-        self.members.binary_search(&pe).ok()
+        self.members.iter().position(|&m| m == pe)
     }
 }
 
@@ -319,8 +319,19 @@ impl<'s> Team<'s> {
             ));
         }
         let ranks: Vec<usize> = (0..size).map(|i| start + i * stride).collect();
-        let slots = self.take_slots(CALL, 1)?;
-        Ok(self.make_team(slots[0], &ranks, *config))
+        self.split_ranks(CALL, &ranks, config)
+    }
+
+    /// The team of parent ranks `ranks`, numbered in that order (distinct,
+    /// in range: the caller checks). Collective over the parent.
+    pub(crate) fn split_ranks(
+        &self,
+        call: &'static str,
+        ranks: &[usize],
+        config: &TeamConfig,
+    ) -> Result<Option<Team<'s>>> {
+        let slots = self.take_slots(call, 1)?;
+        Ok(self.make_team(slots[0], ranks, *config))
     }
 
     /// `shmem_team_split_2d`: splits the parent into a grid with rows of

@@ -148,18 +148,25 @@ pub unsafe extern "C" fn shmem_team_split_strided(
         if start < 0 || size <= 0 {
             return Err(());
         }
-        // A negative stride names the same PEs as the positive one from the
-        // last of them; teams number their PEs in parent order.
-        let (start, stride) = if stride < 0 {
-            let last = start as i64 + (size as i64 - 1) * stride as i64;
-            if last < 0 {
-                return Err(());
-            }
-            (last as usize, (-(stride as i64)) as usize)
-        } else {
-            (start as usize, stride as usize)
-        };
-        p.split_strided(start, stride, size as usize, &cfg)
+        // A negative stride counts down from `start`; team PE 0 is `start`.
+        let ranks: Vec<i64> = (0..size as i64)
+            .map(|i| start as i64 + i * stride as i64)
+            .collect();
+        let n = p.n_pes() as i64;
+        let distinct = stride != 0 || size == 1;
+        if !distinct || ranks.iter().any(|&r| r < 0 || r >= n) {
+            report(
+                rt,
+                invalid(
+                    rt,
+                    "shmem_team_split_strided",
+                    format!("start {start}, stride {stride}, size {size} does not fit the parent team of {n} PEs"),
+                ),
+            );
+            return Err(());
+        }
+        let ranks: Vec<usize> = ranks.into_iter().map(|r| r as usize).collect();
+        p.split_ranks("shmem_team_split_strided", &ranks, &cfg)
             .map_err(|e| report(rt, e))
     });
     let out = match r {
@@ -484,7 +491,7 @@ fn broadcast(
         // SAFETY: `d..d+len` is symmetric memory of this PE (translated).
         unsafe { std::slice::from_raw_parts(rt.local_addr(d), len) }.to_vec()
     });
-    Coll::new(rt, t, call)?.broadcast(d, s, len, root)?;
+    ready(rt, t, call)?.broadcast(d, s, len, root)?;
     if let Some(v) = saved {
         // SAFETY: as above; the broadcast has completed its sends from it.
         unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), rt.local_addr(d), len) };
@@ -505,7 +512,7 @@ fn fcollect(
     let total = bytes(rt, call, len, t.size())?;
     let d = sym(rt, call, dest, total)?;
     let s = sym(rt, call, src, len)?;
-    Coll::new(rt, t, call)?.fcollect(d, s, len)
+    ready(rt, t, call)?.fcollect(d, s, len)
 }
 
 fn collect(
@@ -519,9 +526,13 @@ fn collect(
 ) -> Result<()> {
     let len = bytes(rt, call, nelems, es)?;
     let s = sym(rt, call, src, len)?;
-    let d = rt.sym_offset(call, dest as usize, 1)?;
-    let cap = rt.sym_area_end(d) - d;
-    Coll::new(rt, t, call)?.collect(d, cap, s, len).map(drop)
+    let (d, cap) = match rt.sym_offset(call, dest as usize, 1) {
+        Ok(d) => (d, rt.sym_area_end(d) - d),
+        // A null destination holds nothing (fine when nothing is collected).
+        Err(_) if dest.is_null() => (0, 0),
+        Err(e) => return Err(e),
+    };
+    ready(rt, t, call)?.collect(d, cap, s, len).map(drop)
 }
 
 fn alltoall(
@@ -537,7 +548,7 @@ fn alltoall(
     let total = bytes(rt, call, len, t.size())?;
     let d = sym(rt, call, dest, total)?;
     let s = sym(rt, call, src, total)?;
-    Coll::new(rt, t, call)?.alltoall(d, s, len)
+    ready(rt, t, call)?.alltoall(d, s, len)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -568,7 +579,7 @@ fn alltoalls(
     };
     let d = sym(rt, call, dest, span(dst as usize)?)?;
     let s = sym(rt, call, src, span(sst as usize)?)?;
-    Coll::new(rt, t, call)?.alltoalls(d, s, dst as usize, sst as usize, es, nelems)
+    ready(rt, t, call)?.alltoalls(d, s, dst as usize, sst as usize, es, nelems)
 }
 
 fn reduce<O: ReduceOp, T: Reducible<O>>(
@@ -585,7 +596,7 @@ fn reduce<O: ReduceOp, T: Reducible<O>>(
     if len == 0 {
         return Ok(());
     }
-    Coll::new(rt, t, call)?.reduce::<O, T>(d, s, nreduce)
+    ready(rt, t, call)?.reduce::<O, T>(d, s, nreduce)
 }
 
 fn scan<O: ReduceOp, T: Reducible<O>>(
@@ -603,7 +614,18 @@ fn scan<O: ReduceOp, T: Reducible<O>>(
     if len == 0 {
         return Ok(());
     }
-    Coll::new(rt, t, call)?.scan::<O, T>(d, s, nreduce, exclusive)
+    ready(rt, t, call)?.scan::<O, T>(d, s, nreduce, exclusive)
+}
+
+/// Starts a data collective: first a team sync, so that no member puts
+/// into another's destination while that one still finishes its previous
+/// collective on the same buffer (the engine's broadcast, collect and
+/// allgather phases put straight into destinations, and a PE leaves a
+/// collective as soon as its own part is done).
+fn ready<'a>(rt: &'a Runtime, t: &'a TeamState, call: &'static str) -> Result<Coll<'a>> {
+    let mut c = Coll::new(rt, t, call)?;
+    c.sync()?;
+    Ok(c)
 }
 
 /// Runs a team collective: 0, -1 for `SHMEM_TEAM_INVALID`; other errors

@@ -78,7 +78,9 @@ fn not_initialized(call: &'static str) -> ! {
 #[cold]
 #[inline(never)]
 pub(crate) fn fail(e: ShmemError) -> ! {
-    eprintln!("{e}");
+    use std::io::Write;
+    // One write, so that lines of several PEs do not interleave.
+    let _ = std::io::stderr().write_all(format!("{e}\n").as_bytes());
     exit_job(1)
 }
 

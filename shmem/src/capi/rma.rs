@@ -389,9 +389,21 @@ macro_rules! rma_pg {
     )*};
 }
 
+/// `for_rma_types` without `long double`, whose by-value passing (x87
+/// registers and memory) Rust cannot express: `shmem.h` defines
+/// `shmem_longdouble_p` and `_g` inline over `shmem_putmem`/`getmem`.
+macro_rules! pg_types {
+    ($($row:tt)*) => { pg_filter!([] $($row)*); };
+}
+macro_rules! pg_filter {
+    ([$($ok:tt)*]) => { rma_pg!($($ok)*); };
+    ([$($ok:tt)*] (t_longdouble $n:literal $t:ty) $($rest:tt)*) => { pg_filter!([$($ok)*] $($rest)*); };
+    ([$($ok:tt)*] $row:tt $($rest:tt)*) => { pg_filter!([$($ok)* $row] $($rest)*); };
+}
+
 mod pg {
     use super::*;
-    for_rma_types!(rma_pg);
+    for_rma_types!(pg_types);
 }
 
 /// `shmem_signal_add` / `shmem_signal_set` (1.6) and their ctx forms.

@@ -2,7 +2,7 @@
 //! names programs still call (`start_pes`, `_my_pe`, `shmalloc`...).
 
 use super::{EXITING, RT, exit_job, fail, ok, rt};
-use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION};
+use crate::config::{Config, OPENSHMEM_VERSION};
 use crate::ctx::ThreadLevel;
 use crate::error::ShmemError;
 use crate::runtime::{self, Runtime, StartOptions, layout};
@@ -192,13 +192,13 @@ pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c
 /// `SHMEM_MAX_NAME_LEN`.
 pub(crate) const MAX_NAME_LEN: usize = 256;
 
-/// `shmem_info_get_name`: "fshmem <version>", NUL-terminated.
+/// `shmem_info_get_name`: "fshmem" (`SHMEM_VENDOR_STRING`), NUL-terminated.
 ///
 /// # Safety
 /// `name` must have room for `SHMEM_MAX_NAME_LEN` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
-    let s = format!("fshmem {LIBRARY_VERSION}");
+    let s = "fshmem";
     let n = s.len().min(MAX_NAME_LEN - 1);
     // SAFETY: the C contract: `SHMEM_MAX_NAME_LEN` writable bytes; `n + 1`
     // is at most that.
@@ -368,14 +368,3 @@ pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
     shmem_align(alignment, size)
 }
 
-/// `shmemx_wtime`: seconds on the monotonic clock.
-#[unsafe(no_mangle)]
-pub extern "C" fn shmemx_wtime() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}

@@ -1,0 +1,51 @@
+/* Setup and query: init_thread, query_thread, my_pe/n_pes and the
+ * deprecated names, pe/addr_accessible, shmem_ptr, info, pcontrol. */
+#include "check.h"
+#include <string.h>
+
+static long sym_static;
+
+int main(void) {
+    int provided = -1;
+    CHECK(shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided) == 0, "init_thread");
+    CHECK(provided == SHMEM_THREAD_MULTIPLE, "provided %d", provided);
+    int q = -1;
+    shmem_query_thread(&q);
+    CHECK(q == provided, "query_thread %d", q);
+    shmem_init(); /* a second init does nothing */
+    int me = shmem_my_pe(), n = shmem_n_pes();
+    CHECK(me >= 0 && me < n, "my_pe %d of %d", me, n);
+    CHECK(_my_pe() == me && _num_pes() == n, "deprecated names");
+    for (int pe = -1; pe <= n; pe++)
+        CHECK(shmem_pe_accessible(pe) == (pe >= 0 && pe < n), "pe_accessible(%d)", pe);
+    long *heap = shmem_malloc(sizeof(long));
+    long local = 0;
+    CHECK(shmem_addr_accessible(heap, (me + 1) % n), "heap accessible");
+    CHECK(shmem_addr_accessible(&sym_static, 0), "static accessible");
+    CHECK(!shmem_addr_accessible(&local, 0), "stack not accessible");
+    CHECK(shmem_ptr(heap, me) == heap, "ptr to self");
+    long *peer = shmem_ptr(heap, (me + 1) % n);
+    CHECK(peer != NULL, "smp maps every PE");
+    *heap = 100 + me;
+    shmem_barrier_all();
+    CHECK(*peer == 100 + (me + 1) % n, "load through shmem_ptr: %ld", *peer);
+    long *speer = shmem_ptr(&sym_static, (me + 1) % n);
+    CHECK(speer != NULL, "static data through shmem_ptr");
+    sym_static = 7 + me;
+    shmem_barrier_all();
+    CHECK(speer && *speer == 7 + (me + 1) % n, "static peer %ld", speer ? *speer : -1);
+    CHECK(shmem_ptr(&local, 0) == NULL, "ptr of a stack variable");
+    int major = 0, minor = 0;
+    shmem_info_get_version(&major, &minor);
+    CHECK(major == SHMEM_MAJOR_VERSION && minor == SHMEM_MINOR_VERSION, "version %d.%d", major, minor);
+    char name[SHMEM_MAX_NAME_LEN];
+    shmem_info_get_name(name);
+    CHECK(strncmp(name, "fshmem", 6) == 0, "name %s", name);
+    shmem_pcontrol(1);
+    shmem_pcontrol(2, "extra");
+    shmem_quiet();
+    shmem_fence();
+    shmem_sync_all();
+    shmem_free(heap);
+    return done("setup");
+}
