@@ -236,10 +236,8 @@ impl Runtime {
                 // runtime starts before the program's threads use the
                 // runtime, and no peer writes the region before the
                 // bootstrap barrier below.
-                unsafe {
-                    static_data::remap(data, conduit.local_segment(), static_off, backing)
-                }
-                .map_err(|e| {
+                unsafe { static_data::remap(data, conduit.local_segment(), static_off, backing) }
+                    .map_err(|e| {
                     ShmemError::conduit(
                         me,
                         "shmem_init",
@@ -412,7 +410,11 @@ impl Runtime {
                 return Ok(s.offset + (addr - s.data.start));
             }
             let alias = base + s.offset;
-            if addr >= alias && addr.checked_add(len).is_some_and(|e| e <= alias + s.data.len) {
+            if addr >= alias
+                && addr
+                    .checked_add(len)
+                    .is_some_and(|e| e <= alias + s.data.len)
+            {
                 return Ok(addr - base);
             }
         }
@@ -541,8 +543,7 @@ impl Runtime {
                 self.me, r.offset
             );
         }
-        let checked =
-            self.check_collective(call, [call_code(call), bytes as u64, r.offset as u64]);
+        let checked = self.check_collective(call, [call_code(call), bytes as u64, r.offset as u64]);
         self.barrier_all(call)?;
         checked.map(|()| new_off)
     }

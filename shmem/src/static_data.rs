@@ -155,11 +155,7 @@ pub unsafe fn remap(
     // (caller contract); the destination lies inside the segment mapping
     // (checked above); they are different mappings, so they do not overlap.
     unsafe {
-        std::ptr::copy_nonoverlapping(
-            data.start as *const u8,
-            seg_base.add(region),
-            data.len,
-        )
+        std::ptr::copy_nonoverlapping(data.start as *const u8, seg_base.add(region), data.len)
     };
     // SAFETY: the target range is the page-aligned static data of the
     // executable, replaced by a shared mapping of the file region whose

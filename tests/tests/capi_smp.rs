@@ -24,11 +24,17 @@ fn compile(name: &str, extra: &[&str]) -> PathBuf {
     let exe = out_dir.join(name);
     let src = c_dir().join(format!("{name}.c"));
     let mut cmd = Command::new(bin("oshcc"));
-    cmd.args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Wno-unused-parameter"])
-        .args(extra)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src);
+    cmd.args([
+        "-std=c11",
+        "-O1",
+        "-Wall",
+        "-Wextra",
+        "-Wno-unused-parameter",
+    ])
+    .args(extra)
+    .arg("-o")
+    .arg(&exe)
+    .arg(&src);
     let out = run(&mut cmd, Duration::from_secs(120));
     assert_eq!(
         out.code(),
@@ -158,7 +164,8 @@ fn errors_print_one_line_and_end_the_job() {
     let j = error_case(&exe, 2, "heap");
     let first = j.out.stderr.lines().next().unwrap_or("");
     assert!(
-        first.contains(": shmem_malloc: symmetric heap exhausted: requested 1125899906842624 bytes"),
+        first
+            .contains(": shmem_malloc: symmetric heap exhausted: requested 1125899906842624 bytes"),
         "{j:?}"
     );
     assert_eq!(j.out.code(), Some(1), "{j:?}");
@@ -175,7 +182,10 @@ fn errors_print_one_line_and_end_the_job() {
 fn header_compiles(compiler: &str, args: &[&str], ext: &str) {
     let dir = profile_dir().join("capi-tests");
     std::fs::create_dir_all(&dir).expect("create capi-tests");
-    let src = dir.join(format!("header_{}.{ext}", args.join("_").replace(['-', '='], "")));
+    let src = dir.join(format!(
+        "header_{}.{ext}",
+        args.join("_").replace(['-', '='], "")
+    ));
     std::fs::write(
         &src,
         "#include <shmem.h>\n#include <shmemx.h>\nint main(void) { shmem_init(); shmem_finalize(); return 0; }\n",
@@ -209,7 +219,10 @@ fn oshcc_show_names_the_include_and_library() {
         Duration::from_secs(10),
     );
     assert_eq!(out.code(), Some(0), "{out:?}");
-    assert!(out.stdout.contains("-lshmem") && out.stdout.contains("-Wl,-rpath,"), "{out:?}");
+    assert!(
+        out.stdout.contains("-lshmem") && out.stdout.contains("-Wl,-rpath,"),
+        "{out:?}"
+    );
     assert!(out.stdout.contains("shmem/include"), "{out:?}");
     let out = run(
         Command::new(bin("oshcc")).arg("--showme:compile"),

@@ -70,63 +70,171 @@ macro_rules! amo_fn {
     ($n:literal $f:ident $cf:ident $op:literal f1 $aop:ident $operand:expr, $store:expr) => {
         #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
         pub extern "C" fn $f(dest: *mut T, pe: c_int) -> T {
-            amo(concat!("shmem_", $n, "_atomic_", $op), DEFAULT, dest, AmoOp::$aop, $operand, Z, pe, $store)
+            amo(
+                concat!("shmem_", $n, "_atomic_", $op),
+                DEFAULT,
+                dest,
+                AmoOp::$aop,
+                $operand,
+                Z,
+                pe,
+                $store,
+            )
         }
         #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, pe: c_int) -> T {
-            amo(concat!("shmem_ctx_", $n, "_atomic_", $op), ctx, dest, AmoOp::$aop, $operand, Z, pe, $store)
+            amo(
+                concat!("shmem_ctx_", $n, "_atomic_", $op),
+                ctx,
+                dest,
+                AmoOp::$aop,
+                $operand,
+                Z,
+                pe,
+                $store,
+            )
         }
     };
     ($n:literal $f:ident $cf:ident $op:literal f2 $aop:ident) => {
         #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
         pub extern "C" fn $f(dest: *mut T, value: T, pe: c_int) -> T {
-            amo(concat!("shmem_", $n, "_atomic_", $op), DEFAULT, dest, AmoOp::$aop, value, Z, pe, true)
+            amo(
+                concat!("shmem_", $n, "_atomic_", $op),
+                DEFAULT,
+                dest,
+                AmoOp::$aop,
+                value,
+                Z,
+                pe,
+                true,
+            )
         }
         #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, value: T, pe: c_int) -> T {
-            amo(concat!("shmem_ctx_", $n, "_atomic_", $op), ctx, dest, AmoOp::$aop, value, Z, pe, true)
+            amo(
+                concat!("shmem_ctx_", $n, "_atomic_", $op),
+                ctx,
+                dest,
+                AmoOp::$aop,
+                value,
+                Z,
+                pe,
+                true,
+            )
         }
     };
     ($n:literal $f:ident $cf:ident $op:literal p1 $aop:ident $operand:expr) => {
         #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
         pub extern "C" fn $f(dest: *mut T, pe: c_int) {
-            amo(concat!("shmem_", $n, "_atomic_", $op), DEFAULT, dest, AmoOp::$aop, $operand, Z, pe, true);
+            amo(
+                concat!("shmem_", $n, "_atomic_", $op),
+                DEFAULT,
+                dest,
+                AmoOp::$aop,
+                $operand,
+                Z,
+                pe,
+                true,
+            );
         }
         #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, pe: c_int) {
-            amo(concat!("shmem_ctx_", $n, "_atomic_", $op), ctx, dest, AmoOp::$aop, $operand, Z, pe, true);
+            amo(
+                concat!("shmem_ctx_", $n, "_atomic_", $op),
+                ctx,
+                dest,
+                AmoOp::$aop,
+                $operand,
+                Z,
+                pe,
+                true,
+            );
         }
     };
     ($n:literal $f:ident $cf:ident $op:literal p2 $aop:ident) => {
         #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
         pub extern "C" fn $f(dest: *mut T, value: T, pe: c_int) {
-            amo(concat!("shmem_", $n, "_atomic_", $op), DEFAULT, dest, AmoOp::$aop, value, Z, pe, true);
+            amo(
+                concat!("shmem_", $n, "_atomic_", $op),
+                DEFAULT,
+                dest,
+                AmoOp::$aop,
+                value,
+                Z,
+                pe,
+                true,
+            );
         }
         #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, value: T, pe: c_int) {
-            amo(concat!("shmem_ctx_", $n, "_atomic_", $op), ctx, dest, AmoOp::$aop, value, Z, pe, true);
+            amo(
+                concat!("shmem_ctx_", $n, "_atomic_", $op),
+                ctx,
+                dest,
+                AmoOp::$aop,
+                value,
+                Z,
+                pe,
+                true,
+            );
         }
     };
     ($n:literal $f:ident $cf:ident $op:literal cs) => {
         #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
         pub extern "C" fn $f(dest: *mut T, cond: T, value: T, pe: c_int) -> T {
-            amo(concat!("shmem_", $n, "_atomic_", $op), DEFAULT, dest, AmoOp::CompareSwap, value, cond, pe, true)
+            amo(
+                concat!("shmem_", $n, "_atomic_", $op),
+                DEFAULT,
+                dest,
+                AmoOp::CompareSwap,
+                value,
+                cond,
+                pe,
+                true,
+            )
         }
         #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, cond: T, value: T, pe: c_int) -> T {
-            amo(concat!("shmem_ctx_", $n, "_atomic_", $op), ctx, dest, AmoOp::CompareSwap, value, cond, pe, true)
+            amo(
+                concat!("shmem_ctx_", $n, "_atomic_", $op),
+                ctx,
+                dest,
+                AmoOp::CompareSwap,
+                value,
+                cond,
+                pe,
+                true,
+            )
         }
     };
     ($n:literal $f:ident $cf:ident $op:literal n1 $aop:ident $operand:expr, $store:expr) => {
         #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
         pub unsafe extern "C" fn $f(fetch: *mut T, dest: *const T, pe: c_int) {
-            let v = amo(concat!("shmem_", $n, "_atomic_", $op), DEFAULT, dest, AmoOp::$aop, $operand, Z, pe, $store);
+            let v = amo(
+                concat!("shmem_", $n, "_atomic_", $op),
+                DEFAULT,
+                dest,
+                AmoOp::$aop,
+                $operand,
+                Z,
+                pe,
+                $store,
+            );
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
         #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
         pub unsafe extern "C" fn $cf(ctx: CtxH, fetch: *mut T, dest: *const T, pe: c_int) {
-            let v = amo(concat!("shmem_ctx_", $n, "_atomic_", $op), ctx, dest, AmoOp::$aop, $operand, Z, pe, $store);
+            let v = amo(
+                concat!("shmem_ctx_", $n, "_atomic_", $op),
+                ctx,
+                dest,
+                AmoOp::$aop,
+                $operand,
+                Z,
+                pe,
+                $store,
+            );
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
@@ -134,13 +242,31 @@ macro_rules! amo_fn {
     ($n:literal $f:ident $cf:ident $op:literal n2 $aop:ident) => {
         #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
         pub unsafe extern "C" fn $f(fetch: *mut T, dest: *mut T, value: T, pe: c_int) {
-            let v = amo(concat!("shmem_", $n, "_atomic_", $op), DEFAULT, dest, AmoOp::$aop, value, Z, pe, true);
+            let v = amo(
+                concat!("shmem_", $n, "_atomic_", $op),
+                DEFAULT,
+                dest,
+                AmoOp::$aop,
+                value,
+                Z,
+                pe,
+                true,
+            );
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
         #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
         pub unsafe extern "C" fn $cf(ctx: CtxH, fetch: *mut T, dest: *mut T, value: T, pe: c_int) {
-            let v = amo(concat!("shmem_ctx_", $n, "_atomic_", $op), ctx, dest, AmoOp::$aop, value, Z, pe, true);
+            let v = amo(
+                concat!("shmem_ctx_", $n, "_atomic_", $op),
+                ctx,
+                dest,
+                AmoOp::$aop,
+                value,
+                Z,
+                pe,
+                true,
+            );
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
@@ -148,13 +274,38 @@ macro_rules! amo_fn {
     ($n:literal $f:ident $cf:ident $op:literal ncs) => {
         #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
         pub unsafe extern "C" fn $f(fetch: *mut T, dest: *mut T, cond: T, value: T, pe: c_int) {
-            let v = amo(concat!("shmem_", $n, "_atomic_", $op), DEFAULT, dest, AmoOp::CompareSwap, value, cond, pe, true);
+            let v = amo(
+                concat!("shmem_", $n, "_atomic_", $op),
+                DEFAULT,
+                dest,
+                AmoOp::CompareSwap,
+                value,
+                cond,
+                pe,
+                true,
+            );
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
         #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
-        pub unsafe extern "C" fn $cf(ctx: CtxH, fetch: *mut T, dest: *mut T, cond: T, value: T, pe: c_int) {
-            let v = amo(concat!("shmem_ctx_", $n, "_atomic_", $op), ctx, dest, AmoOp::CompareSwap, value, cond, pe, true);
+        pub unsafe extern "C" fn $cf(
+            ctx: CtxH,
+            fetch: *mut T,
+            dest: *mut T,
+            cond: T,
+            value: T,
+            pe: c_int,
+        ) {
+            let v = amo(
+                concat!("shmem_ctx_", $n, "_atomic_", $op),
+                ctx,
+                dest,
+                AmoOp::CompareSwap,
+                value,
+                cond,
+                pe,
+                true,
+            );
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
@@ -318,15 +469,6 @@ mod deprecated {
     /// `shmem_swap` (deprecated): swap on a `long`.
     #[unsafe(no_mangle)]
     pub extern "C" fn shmem_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-        amo(
-            "shmem_swap",
-            DEFAULT,
-            dest,
-            AmoOp::Swap,
-            value,
-            0,
-            pe,
-            true,
-        )
+        amo("shmem_swap", DEFAULT, dest, AmoOp::Swap, value, 0, pe, true)
     }
 }

@@ -15,7 +15,9 @@ use super::{
     invalid, ok, rt, team_state,
 };
 use crate::coll::Coll;
-use crate::coll::ops::{And, Complex32, Complex64, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
+use crate::coll::ops::{
+    And, Complex32, Complex64, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor,
+};
 use crate::ctx::CtxOptions;
 use crate::error::{Result, ShmemError};
 use crate::runtime::{Runtime, layout};
@@ -160,7 +162,9 @@ pub unsafe extern "C" fn shmem_team_split_strided(
                 invalid(
                     rt,
                     "shmem_team_split_strided",
-                    format!("start {start}, stride {stride}, size {size} does not fit the parent team of {n} PEs"),
+                    format!(
+                        "start {start}, stride {stride}, size {size} does not fit the parent team of {n} PEs"
+                    ),
                 ),
             );
             return Err(());
@@ -214,7 +218,8 @@ pub unsafe extern "C" fn shmem_team_split_2d(
         if xrange <= 0 {
             return Err(());
         }
-        p.split_2d(xrange as usize, &xc, &yc).map_err(|e| report(rt, e))
+        p.split_2d(xrange as usize, &xc, &yc)
+            .map_err(|e| report(rt, e))
     });
     let (x, y, code) = match r {
         Some(Ok((x, y))) => (boxed(x), boxed(y), 0),
@@ -263,8 +268,11 @@ pub extern "C" fn shmem_team_sync(team: TeamH) -> c_int {
 pub extern "C" fn shmem_team_ptr(team: TeamH, dest: *const c_void, pe: c_int) -> *mut c_void {
     const CALL: &str = "shmem_team_ptr";
     let rt = rt(CALL);
-    let w = team_state(rt, team)
-        .and_then(|t| usize::try_from(pe).ok().and_then(|p| t.members.get(p).copied()));
+    let w = team_state(rt, team).and_then(|t| {
+        usize::try_from(pe)
+            .ok()
+            .and_then(|p| t.members.get(p).copied())
+    });
     match w {
         Some(w) => super::setup::ptr_on(rt, CALL, dest, w),
         None => std::ptr::null_mut(),
@@ -438,7 +446,13 @@ fn active_set(
             format!("more than {count} distinct active sets are in use"),
         ));
     };
-    let st = Arc::new(TeamState::new(slot, members, me, TeamConfig::default(), true));
+    let st = Arc::new(TeamState::new(
+        slot,
+        members,
+        me,
+        TeamConfig::default(),
+        true,
+    ));
     cache.push((key, st.clone()));
     Ok(st)
 }
@@ -676,7 +690,9 @@ pub extern "C" fn shmem_barrier(start: c_int, log: c_int, size: c_int, _psync: *
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_sync(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
     const CALL: &str = "shmem_sync";
-    active_call(CALL, start, log, size, |rt, t| Coll::new(rt, t, CALL)?.sync())
+    active_call(CALL, start, log, size, |rt, t| {
+        Coll::new(rt, t, CALL)?.sync()
+    })
 }
 
 // ----------------------------------------------------------------------

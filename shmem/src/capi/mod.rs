@@ -117,15 +117,18 @@ pub(crate) fn invalid(rt: &Runtime, call: &'static str, reason: String) -> Shmem
 
 /// `nelems * size` in bytes, or an overflow error.
 #[inline(always)]
-pub(crate) fn nbytes(rt: &Runtime, call: &'static str, nelems: usize, size: usize) -> Result<usize> {
-    nelems
-        .checked_mul(size)
-        .ok_or(ShmemError::SizeOverflow {
-            pe: rt.my_pe(),
-            call,
-            count: nelems,
-            elem_size: size,
-        })
+pub(crate) fn nbytes(
+    rt: &Runtime,
+    call: &'static str,
+    nelems: usize,
+    size: usize,
+) -> Result<usize> {
+    nelems.checked_mul(size).ok_or(ShmemError::SizeOverflow {
+        pe: rt.my_pe(),
+        call,
+        count: nelems,
+        elem_size: size,
+    })
 }
 
 /// Checks a C `int` PE number against the job; returns it as an index.

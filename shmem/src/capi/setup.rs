@@ -38,9 +38,7 @@ fn start(level: ThreadLevel) {
     if !RT.load(Ordering::Acquire).is_null() {
         return; // already running: a second shmem_init does nothing
     }
-    let r = Config::from_env().and_then(|c| {
-        Runtime::start(c, level, StartOptions { c_api: true })
-    });
+    let r = Config::from_env().and_then(|c| Runtime::start(c, level, StartOptions { c_api: true }));
     match r {
         Ok(p) => RT.store(p, Ordering::Release),
         Err(e) => {
@@ -151,7 +149,12 @@ pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int
 
 /// The address of symmetric `dest` on world PE `pe` in this process, or
 /// null where the conduit cannot load and store it.
-pub(crate) fn ptr_on(rt: &Runtime, call: &'static str, dest: *const c_void, pe: usize) -> *mut c_void {
+pub(crate) fn ptr_on(
+    rt: &Runtime,
+    call: &'static str,
+    dest: *const c_void,
+    pe: usize,
+) -> *mut c_void {
     if pe == rt.my_pe() {
         return if rt.sym_offset(call, dest as usize, 1).is_ok() {
             dest.cast_mut()
@@ -159,7 +162,10 @@ pub(crate) fn ptr_on(rt: &Runtime, call: &'static str, dest: *const c_void, pe: 
             std::ptr::null_mut()
         };
     }
-    match (rt.sym_offset(call, dest as usize, 1), rt.conduit.peer_segment(pe)) {
+    match (
+        rt.sym_offset(call, dest as usize, 1),
+        rt.conduit.peer_segment(pe),
+    ) {
         (Ok(off), Some(base)) => base.wrapping_add(off).cast(),
         _ => std::ptr::null_mut(),
     }
@@ -367,4 +373,3 @@ pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
 pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
     shmem_align(alignment, size)
 }
-

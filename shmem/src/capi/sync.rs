@@ -127,8 +127,12 @@ unsafe fn scan<T: Word>(
         any_active = true;
         // SAFETY: `i < nelems` entries (caller contract).
         let w = unsafe { T::load(ivars.add(i)) };
-        // SAFETY: as above.
-        let v = if values.is_null() { value } else { unsafe { *values.add(i) } };
+        let v = if values.is_null() {
+            value
+        } else {
+            // SAFETY: `values` has `nelems` entries (caller contract).
+            unsafe { *values.add(i) }
+        };
         let holds = cmp.holds(w, v);
         match mode {
             Mode::All if !holds => return (false, 0),
@@ -303,7 +307,11 @@ pub unsafe extern "C" fn shmem_wait(ivar: *mut i64, value: i64) {
 /// # Safety
 /// `sig_addr` must be a valid, aligned `uint64_t`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, value: u64) -> u64 {
+pub unsafe extern "C" fn shmem_signal_wait_until(
+    sig_addr: *mut u64,
+    cmp: c_int,
+    value: u64,
+) -> u64 {
     const CALL: &str = "shmem_signal_wait_until";
     // SAFETY: the C contract: a valid signal word.
     unsafe {

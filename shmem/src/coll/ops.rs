@@ -240,7 +240,11 @@ impl LongDouble {
         let neg = se & 0x8000 != 0;
         let exp = (se & 0x7fff) as i32;
         let mag = if exp == 0x7fff {
-            if mant << 1 == 0 { f64::INFINITY } else { f64::NAN }
+            if mant << 1 == 0 {
+                f64::INFINITY
+            } else {
+                f64::NAN
+            }
         } else if exp == 0 && mant == 0 {
             0.0
         } else {
@@ -256,7 +260,14 @@ impl LongDouble {
         let e = ((bits >> 52) & 0x7ff) as i32;
         let frac = bits & ((1u64 << 52) - 1);
         let (exp, mant): (i32, u64) = if e == 0x7ff {
-            (0x7fff, if frac == 0 { 1 << 63 } else { 0xc000_0000_0000_0000 })
+            (
+                0x7fff,
+                if frac == 0 {
+                    1 << 63
+                } else {
+                    0xc000_0000_0000_0000
+                },
+            )
         } else if e == 0 && frac == 0 {
             (0, 0)
         } else if e == 0 {
@@ -301,7 +312,17 @@ mod long_double_tests {
 
     #[test]
     fn round_trips() {
-        for x in [0.0, -0.0, 1.0, -2.5, 1e300, -1e-300, 5e-324, f64::INFINITY, 3.0e-310] {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -2.5,
+            1e300,
+            -1e-300,
+            5e-324,
+            f64::INFINITY,
+            3.0e-310,
+        ] {
             let y = LongDouble::from_f64(x).to_f64();
             assert_eq!(x.to_bits(), y.to_bits(), "{x}");
         }
