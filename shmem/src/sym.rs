@@ -78,14 +78,33 @@ impl Shmem {
         let rt = self.rt();
         let bytes = byte_len::<T>(rt, call, len)?;
         let align = align.max(align_of::<T>());
-        let heap_off = rt
+        let alloc = rt
             .heap()
             .alloc(bytes, align)
             .map_err(|source| ShmemError::Alloc {
                 pe: rt.my_pe(),
                 call,
                 source,
-            })?;
+            });
+        let step = match rt.collective_begin(call, bytes as u64, align as u64) {
+            Ok(s) => s,
+            Err(e) => {
+                if let Ok(off) = alloc {
+                    let _ = rt.heap().free(off);
+                }
+                return Err(e);
+            }
+        };
+        let heap_off = match alloc {
+            Ok(off) => off,
+            Err(e) => {
+                // Still collective: the other PEs may have succeeded (with
+                // another size), and wait in the barrier.
+                rt.barrier_all(call)?;
+                rt.collective_end(call, step)?;
+                return Err(e);
+            }
+        };
         let v = SymVec {
             rt,
             off: layout::HEAP + heap_off,
@@ -110,7 +129,8 @@ impl Shmem {
         // on some of them.
         let checked = rt.check_collective(call, [call_code(call), bytes as u64, heap_off as u64]);
         let barrier = rt.barrier_all(call);
-        match checked.and(barrier) {
+        let same = barrier.and_then(|()| rt.collective_end(call, step));
+        match same.and(checked) {
             Ok(()) => Ok(v),
             Err(e) => {
                 // Not handed out: release it without the collective free.
@@ -448,7 +468,9 @@ impl<'s, T: Pod> SymVec<'s, T> {
         const CALL: &str = "shmem_realloc";
         let rt = self.rt;
         let bytes = byte_len::<T>(rt, CALL, new_len)?;
+        let step = rt.collective_begin(CALL, bytes as u64, (self.off - layout::HEAP) as u64)?;
         rt.barrier_all(CALL)?;
+        rt.collective_end(CALL, step)?;
         let heap_off = self.off - layout::HEAP;
         let r = rt
             .heap()
@@ -503,9 +525,11 @@ impl<'s, T: Pod> SymVec<'s, T> {
     fn release(&self) -> Result<()> {
         const CALL: &str = "shmem_free";
         let rt = self.rt;
-        rt.barrier_all(CALL)?;
         let heap_off = self.off - layout::HEAP;
         let bytes = self.len * size_of::<T>();
+        let step = rt.collective_begin(CALL, bytes as u64, heap_off as u64)?;
+        rt.barrier_all(CALL)?;
+        rt.collective_end(CALL, step)?;
         rt.check_collective(CALL, [call_code(CALL), bytes as u64, heap_off as u64])?;
         rt.heap()
             .free(heap_off)
@@ -528,7 +552,12 @@ impl<'s, T: Pod> SymVec<'s, T> {
 impl<T: Pod> Drop for SymVec<'_, T> {
     /// Frees the object collectively (see [`SymVec::free`]); an error is
     /// printed to stderr.
+    /// While the thread panics nothing is freed: the free is collective
+    /// and the other PEs are not taking part (the PE leaves the job).
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
         if let Err(e) = self.release() {
             eprintln!("{e}");
         }
@@ -793,7 +822,19 @@ impl<T: AmoInt> SymVec<'_, T> {
         const CALL: &str = "shmem_wait_until";
         let off = self.range(index, 1, CALL)?;
         self.rt
-            .wait_word(off, T::WIDTH, CALL, |w| cmp.holds(T::from_bits(w), value))
+            .wait_word_for(
+                off,
+                T::WIDTH,
+                CALL,
+                |w| cmp.holds(T::from_bits(w), value),
+                |w| {
+                    format!(
+                        "element {index} (offset {off:#x}) to become {} {value:?} (currently {:?})",
+                        cmp.symbol(),
+                        T::from_bits(w)
+                    )
+                },
+            )
             .map(T::from_bits)
     }
 
@@ -850,7 +891,17 @@ impl SymVec<'_, u64> {
     pub fn signal_wait_until(&self, index: usize, cmp: Cmp, value: u64) -> Result<u64> {
         const CALL: &str = "shmem_signal_wait_until";
         let off = self.range(index, 1, CALL)?;
-        self.rt
-            .wait_word(off, conduits::AmoWidth::W64, CALL, |w| cmp.holds(w, value))
+        self.rt.wait_word_for(
+            off,
+            conduits::AmoWidth::W64,
+            CALL,
+            |w| cmp.holds(w, value),
+            |w| {
+                format!(
+                    "signal {index} (offset {off:#x}) to become {} {value} (currently {w})",
+                    cmp.symbol()
+                )
+            },
+        )
     }
 }

@@ -196,8 +196,15 @@ impl<'a> Coll<'a> {
             *e += k;
             *e
         };
+        let pe = self.t.members[from];
         self.rt
-            .wait_word(self.counter(from), AmoWidth::W64, self.call, |v| v >= want)
+            .wait_word_for(
+                self.counter(from),
+                AmoWidth::W64,
+                self.call,
+                |v| v >= want,
+                |v| format!("PE {pe} (has it arrived? {v} of {want} messages from it so far)"),
+            )
             .map(drop)
     }
 
