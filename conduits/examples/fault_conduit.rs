@@ -28,20 +28,56 @@ fn main() {
         }
     };
     let range = |e: &ConduitError| matches!(e, ConduitError::PeOutOfRange { pe, size } if *pe >= n && *size == n);
-    let outside = |e: &ConduitError| matches!(e, ConduitError::OutOfSegment { segment_len: SEG, .. });
+    let outside = |e: &ConduitError| {
+        matches!(
+            e,
+            ConduitError::OutOfSegment {
+                segment_len: SEG,
+                ..
+            }
+        )
+    };
     let misaligned = |e: &ConduitError| matches!(e, ConduitError::Misaligned { .. });
     let buf = [7u8; 16];
     let mut dst = [0u8; 16];
     check("put-pe-out-of-range", c.put(n, 0, &buf).map(|_| 0), &range);
-    check("get-pe-out-of-range", c.get(n + 5, 0, &mut dst).map(|_| 0), &range);
+    check(
+        "get-pe-out-of-range",
+        c.get(n + 5, 0, &mut dst).map(|_| 0),
+        &range,
+    );
     let amo = |pe, off, w| c.atomic(pe, off, AmoOp::FetchAdd, w, 1, 0);
-    check("atomic-pe-out-of-range", amo(usize::MAX, 0, AmoWidth::W64), &range);
-    check("am-pe-out-of-range", c.am_request(n, Category::Short, 64, &[], &[], 0).map(|_| 0), &range);
-    check("put-past-end", c.put(peer, SEG - 8, &buf).map(|_| 0), &outside);
-    check("get-overflowing-length", c.get(peer, usize::MAX - 4, &mut dst).map(|_| 0), &outside);
+    check(
+        "atomic-pe-out-of-range",
+        amo(usize::MAX, 0, AmoWidth::W64),
+        &range,
+    );
+    check(
+        "am-pe-out-of-range",
+        c.am_request(n, Category::Short, 64, &[], &[], 0).map(|_| 0),
+        &range,
+    );
+    check(
+        "put-past-end",
+        c.put(peer, SEG - 8, &buf).map(|_| 0),
+        &outside,
+    );
+    check(
+        "get-overflowing-length",
+        c.get(peer, usize::MAX - 4, &mut dst).map(|_| 0),
+        &outside,
+    );
     check("atomic-past-end", amo(peer, SEG, AmoWidth::W64), &outside);
-    check("atomic64-misaligned", amo(peer, 12, AmoWidth::W64), &misaligned);
-    check("atomic32-misaligned", amo(peer, 2, AmoWidth::W32), &misaligned);
+    check(
+        "atomic64-misaligned",
+        amo(peer, 12, AmoWidth::W64),
+        &misaligned,
+    );
+    check(
+        "atomic32-misaligned",
+        amo(peer, 2, AmoWidth::W32),
+        &misaligned,
+    );
     check(
         "signal-misaligned",
         c.put_signal(peer, 0, &buf, 20, SignalOp::Set, 1).map(|_| 0),

@@ -61,7 +61,9 @@ static TIMEOUT_NS: AtomicU64 = AtomicU64::new(0);
 /// Sets the process-wide wait timeout (`None`: waits may last forever).
 /// The runtime calls it from `FSHMEM_WAIT_TIMEOUT` before it attaches.
 pub fn set_timeout(t: Option<Duration>) {
-    let ns = t.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
+    let ns = t.map_or(0, |d| {
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
+    });
     TIMEOUT_NS.store(ns, Ordering::Relaxed);
 }
 
@@ -228,6 +230,10 @@ mod tests {
         };
         set_timeout(None);
         assert!(waited >= Duration::from_millis(30));
-        assert!(start.elapsed() >= Duration::from_millis(50), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() >= Duration::from_millis(50),
+            "{:?}",
+            start.elapsed()
+        );
     }
 }

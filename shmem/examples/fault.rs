@@ -71,7 +71,9 @@ fn main() {
                 Err(e) => println!("fault: PE {me}: {e}"),
             }
             // The job must stay usable: the same allocation again works.
-            let v = sh.malloc::<u8>(64).expect("a matching malloc after a mismatch");
+            let v = sh
+                .malloc::<u8>(64)
+                .expect("a matching malloc after a mismatch");
             drop(v);
             std::process::exit(1);
         }
@@ -114,7 +116,12 @@ fn crash(sh: &shmem::Shmem, kind: &str) {
 }
 
 /// Checks one expected error; prints it from PE 0.
-fn expect<T: std::fmt::Debug>(me: usize, name: &str, r: shmem::Result<T>, ok: impl Fn(&ShmemError) -> bool) {
+fn expect<T: std::fmt::Debug>(
+    me: usize,
+    name: &str,
+    r: shmem::Result<T>,
+    ok: impl Fn(&ShmemError) -> bool,
+) {
     match r {
         Err(e) if ok(&e) => {
             if me == 0 {
@@ -132,35 +139,81 @@ fn input(sh: &shmem::Shmem) {
     let (me, n) = (sh.my_pe(), sh.n_pes());
     let v = sh.calloc::<u64>(8).expect("calloc");
     let mut buf = [0u64; 8];
-    expect(me, "pe-out-of-range", v.put(0, &buf, n), |e| {
-        matches!(e, ShmemError::PeOutOfRange { target, n_pes, call: "shmem_put", .. } if *target == n && *n_pes == n)
-    });
+    expect(
+        me,
+        "pe-out-of-range",
+        v.put(0, &buf, n),
+        |e| matches!(e, ShmemError::PeOutOfRange { target, n_pes, call: "shmem_put", .. } if *target == n && *n_pes == n),
+    );
     expect(me, "pe-out-of-range-get", v.get(0, &mut buf, n + 7), |e| {
-        matches!(e, ShmemError::PeOutOfRange { call: "shmem_get", .. })
+        matches!(
+            e,
+            ShmemError::PeOutOfRange {
+                call: "shmem_get",
+                ..
+            }
+        )
     });
-    expect(me, "pe-out-of-range-atomic", v.atomic_fetch_add(0, 1, usize::MAX), |e| {
-        matches!(e, ShmemError::PeOutOfRange { .. })
-    });
+    expect(
+        me,
+        "pe-out-of-range-atomic",
+        v.atomic_fetch_add(0, 1, usize::MAX),
+        |e| matches!(e, ShmemError::PeOutOfRange { .. }),
+    );
     expect(me, "index-outside-object", v.p(8, 1, 0), |e| {
-        matches!(e, ShmemError::OutOfBounds { start: 8, count: 1, len: 8, .. })
+        matches!(
+            e,
+            ShmemError::OutOfBounds {
+                start: 8,
+                count: 1,
+                len: 8,
+                ..
+            }
+        )
     });
     expect(me, "length-overruns-object", v.put(4, &buf, 0), |e| {
-        matches!(e, ShmemError::OutOfBounds { start: 4, count: 8, len: 8, .. })
+        matches!(
+            e,
+            ShmemError::OutOfBounds {
+                start: 4,
+                count: 8,
+                len: 8,
+                ..
+            }
+        )
     });
-    expect(me, "length-overflows", v.get(usize::MAX, &mut buf, 0), |e| {
-        matches!(e, ShmemError::OutOfBounds { .. })
-    });
-    expect(me, "wait-outside-object", v.wait_until(9, Cmp::Eq, 0), |e| {
-        matches!(e, ShmemError::OutOfBounds { .. })
-    });
+    expect(
+        me,
+        "length-overflows",
+        v.get(usize::MAX, &mut buf, 0),
+        |e| matches!(e, ShmemError::OutOfBounds { .. }),
+    );
+    expect(
+        me,
+        "wait-outside-object",
+        v.wait_until(9, Cmp::Eq, 0),
+        |e| matches!(e, ShmemError::OutOfBounds { .. }),
+    );
     expect(me, "heap-exhausted", sh.malloc::<u8>(usize::MAX / 4), |e| {
-        matches!(e, ShmemError::Alloc { call: "shmem_malloc", .. })
+        matches!(
+            e,
+            ShmemError::Alloc {
+                call: "shmem_malloc",
+                ..
+            }
+        )
     });
     expect(me, "size-overflow", sh.malloc::<u64>(usize::MAX / 2), |e| {
         matches!(e, ShmemError::SizeOverflow { .. })
     });
     expect(me, "bad-alignment", sh.align::<u8>(3, 8), |e| {
-        matches!(e, ShmemError::Alloc { call: "shmem_align", .. })
+        matches!(
+            e,
+            ShmemError::Alloc {
+                call: "shmem_align",
+                ..
+            }
+        )
     });
     // The heap still works after every refused request.
     let w = sh.malloc::<u32>(16).expect("malloc after errors");
@@ -175,13 +228,17 @@ fn input(sh: &shmem::Shmem) {
         call: "shmem_free",
         source,
     });
-    expect(me, "double-free", double, |e| matches!(e, ShmemError::Alloc { .. }));
+    expect(me, "double-free", double, |e| {
+        matches!(e, ShmemError::Alloc { .. })
+    });
     let foreign = heap.free(a + 8).map_err(|source| ShmemError::Alloc {
         pe: me,
         call: "shmem_free",
         source,
     });
-    expect(me, "foreign-free", foreign, |e| matches!(e, ShmemError::Alloc { .. }));
+    expect(me, "foreign-free", foreign, |e| {
+        matches!(e, ShmemError::Alloc { .. })
+    });
     drop(v);
     if me == 0 {
         println!("fault: input checks passed on {n} PEs");

@@ -14,7 +14,8 @@
 //!
 //! After each barrier a PE gets random slots of the previous round's buffer
 //! from random PEs and compares them with its replay. PE 0 ends the run
-//! after SECONDS (default 5) or MAX_ROUNDS rounds (default 100000). At the
+//! after SECONDS (default 5) or MAX_ROUNDS rounds (default 100000), or
+//! before the ticket table fills. At the
 //! end every PE checks every byte of its slots and every counter, and PE 0
 //! that every ticket was handed out exactly once: nothing lost, nothing
 //! applied twice. Prints `stress: PE r: R rounds ... OK`; any difference is
@@ -29,7 +30,7 @@ const COUNTERS: usize = 16;
 /// Operations per PE per round.
 const OPS: usize = 6;
 /// Capacity of the ticket table.
-const MAX_TICKETS: usize = 1 << 16;
+const MAX_TICKETS: usize = 1 << 18;
 
 /// splitmix64: small, fast, good enough for test traffic.
 struct Rng(u64);
@@ -47,8 +48,16 @@ impl Rng {
 }
 
 enum Op {
-    Put { target: usize, off: usize, len: usize },
-    Add { target: usize, index: usize, value: u64 },
+    Put {
+        target: usize,
+        off: usize,
+        len: usize,
+    },
+    Add {
+        target: usize,
+        index: usize,
+        value: u64,
+    },
     Ticket,
 }
 
@@ -57,7 +66,11 @@ fn draw(rng: &mut Rng, n: usize) -> Op {
         0..=5 => {
             let off = rng.below(SLOT);
             let len = 1 + rng.below(SLOT - off);
-            Op::Put { target: rng.below(n), off, len }
+            Op::Put {
+                target: rng.below(n),
+                off,
+                len,
+            }
         }
         6..=8 => Op::Add {
             target: rng.below(n),
@@ -91,6 +104,8 @@ fn main() {
         std::process::exit(1)
     });
     let (me, n) = (sh.my_pe(), sh.n_pes());
+    // STRESS_QUIET=1: quiet instead of fence after each put (diagnosis).
+    let quiet_puts = std::env::var_os("STRESS_QUIET").is_some();
     let ck = |r: shmem::Result<()>, what: &str| {
         if let Err(e) = r {
             fail(me, format!("{what}: {e}"));
@@ -112,11 +127,14 @@ fn main() {
     let mut shadow = vec![0u8; n * 2 * n * SLOT];
     let mut expect_counters = vec![[0u64; COUNTERS]; n];
     let mut tickets_total = 0u64;
+    // Every put into this PE, for the diagnosis of a difference:
+    // (round, writer, k, buffer, off, len).
+    let mut history: Vec<(u64, usize, usize, usize, usize, usize)> = Vec::new();
     let (mut puts, mut gets, mut amos) = (0u64, 0u64, 0u64);
     let start = Instant::now();
     let budget = Duration::from_secs_f64(secs);
     let mut round = 0u64;
-    let mut data = vec![0u8; SLOT];
+    let mut data = [0u8; SLOT];
     loop {
         let b = (round % 2) as usize;
         for (p, rng) in rngs.iter_mut().enumerate() {
@@ -126,12 +144,19 @@ fn main() {
                         for (i, d) in data[..len].iter_mut().enumerate() {
                             *d = byte(round, p, k, i);
                         }
+                        if target == me {
+                            history.push((round, p, k, b, off, len));
+                        }
                         let at = idx(target, b, p) + off;
                         shadow[at..at + len].copy_from_slice(&data[..len]);
                         if p == me {
                             let dst = (b * n + me) * SLOT + off;
                             ck(slots.put(dst, &data[..len], target), "put");
-                            ck(sh.fence(), "fence");
+                            if quiet_puts {
+                                ck(sh.quiet(), "quiet");
+                            } else {
+                                ck(sh.fence(), "fence");
+                            }
                             puts += 1;
                         }
                     }
@@ -183,11 +208,16 @@ fn main() {
         round += 1;
         if me == 0 && (start.elapsed() >= budget || round >= max_rounds) {
             for pe in 0..n {
-                ck(stop.atomic_set(0, 1, pe), "atomic_set");
+                ck(stop.atomic_set(0, round, pe), "atomic_set");
             }
         }
         ck(sh.barrier_all(), "barrier_all");
-        if stop.atomic_fetch(0, me).unwrap_or(0) != 0 {
+        // Every PE knows tickets_total (by replay): all stop together
+        // before the ticket table could overflow.
+        // PE 0 names the round after which everybody stops: a PE may see
+        // the flag one barrier early, so it compares the round too.
+        let s = stop.atomic_fetch(0, me).unwrap_or(0);
+        if (s != 0 && s <= round) || tickets_total + (n * OPS) as u64 > MAX_TICKETS as u64 {
             break;
         }
     }
@@ -198,11 +228,25 @@ fn main() {
             let got = &mine[(bb * n + p) * SLOT..(bb * n + p + 1) * SLOT];
             let want = &shadow[idx(me, bb, p)..idx(me, bb, p) + SLOT];
             if let Some(i) = (0..SLOT).find(|&i| got[i] != want[i]) {
+                // Which puts wrote the expected and the found byte?
+                let writers = |v: u8| -> Vec<String> {
+                    history
+                        .iter()
+                        .filter(|h| h.1 == p && h.3 == bb && h.4 <= i && i < h.4 + h.5)
+                        .filter(|h| byte(h.0, p, h.2, i - h.4) == v)
+                        .map(|h| {
+                            format!("round {} put {} (bytes {}..{})", h.0, h.2, h.4, h.4 + h.5)
+                        })
+                        .collect()
+                };
                 fail(
                     me,
                     format!(
-                        "byte {i} of PE {p}'s slot (buffer {bb}) is {:#x}, expected {:#x}",
-                        got[i], want[i]
+                        "byte {i} of PE {p}'s slot (buffer {bb}) is {:#x} written by {:?}, expected {:#x} from {:?} (last round {round})",
+                        got[i],
+                        writers(got[i]),
+                        want[i],
+                        writers(want[i])
                     ),
                 );
             }

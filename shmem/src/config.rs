@@ -438,9 +438,10 @@ impl Config {
             "SHMEM_DEBUG" => Some(b(self.debug)),
             "SHMEM_INFO" => Some(b(self.info)),
             "SHMEM_VERSION" => Some(b(self.version)),
-            "FSHMEM_WAIT_TIMEOUT" => Some(self.wait_timeout.map_or("off".to_string(), |d| {
-                format!("{}s", d.as_secs_f64())
-            })),
+            "FSHMEM_WAIT_TIMEOUT" => Some(
+                self.wait_timeout
+                    .map_or("off".to_string(), |d| format!("{}s", d.as_secs_f64())),
+            ),
             "FSHMEM_TEAMS_MAX" => Some(self.coll.teams_max.to_string()),
             "FSHMEM_COLL_SCRATCH" => Some(format_size(self.coll.scratch)),
             "FSHMEM_BARRIER_ALGO" => Some(algo_name(self.coll.barrier, BARRIER_NAMES)),

@@ -203,7 +203,7 @@ impl<'a> Coll<'a> {
                 AmoWidth::W64,
                 self.call,
                 |v| v >= want,
-                |v| format!("PE {pe} (has it arrived? {v} of {want} messages from it so far)"),
+                |v| format!("PE {pe} ({v} of {want} messages from it have arrived)"),
             )
             .map(drop)
     }
