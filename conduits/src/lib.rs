@@ -6,13 +6,15 @@
 //!   segment in POSIX shared memory mapped by all, puts as memcpy, atomics as
 //!   CPU atomics. The default.
 //! - `ipv6`: the UDP/IPv6 bridge carrying `spec/wire.md` packets (later).
-//! - `fpga`: a BAR-mapped board or its devsim model (later).
+//! - [`fpga`]: a BAR-mapped board, or its software model `devsim`
+//!   ([`fpga::devsim`]) whose BARs are files.
 //!
 //! Hot paths dispatch statically through [`AnyConduit`]; the [`Conduit`]
 //! trait states the contract each transport implements. [`wait::Backoff`]
 //! is the spin-then-yield step every wait of the runtime uses.
 
 pub mod error;
+pub mod fpga;
 pub mod job;
 pub mod smp;
 pub mod wait;
@@ -20,6 +22,7 @@ pub mod wait;
 pub use error::{ConduitError, Result};
 pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 pub use job::{ConduitKind, JobEnv};
+pub use fpga::FpgaConduit;
 pub use smp::SmpConduit;
 
 /// How a put-with-signal updates the signal word.
@@ -146,17 +149,20 @@ pub trait Conduit {
 }
 
 /// Every conduit behind one type, dispatched statically by `match` so that
-/// hot paths inline (the `ipv6` and `fpga` variants join later).
+/// hot paths inline (the `ipv6` variant joins later).
 #[derive(Debug)]
 pub enum AnyConduit {
     /// The shared-memory emulator.
     Smp(SmpConduit),
+    /// A board (or devsim) reached through its BARs.
+    Fpga(FpgaConduit),
 }
 
 macro_rules! dispatch {
     ($self:expr, $c:ident => $e:expr) => {
         match $self {
             AnyConduit::Smp($c) => $e,
+            AnyConduit::Fpga($c) => $e,
         }
     };
 }
@@ -171,15 +177,16 @@ impl AnyConduit {
             ConduitKind::Ipv6 => Err(ConduitError::Unsupported(
                 "the ipv6 conduit is not available in this build (use smp)",
             )),
-            ConduitKind::Fpga => Err(ConduitError::Unsupported(
-                "the fpga conduit is not available in this build (use smp)",
-            )),
+            ConduitKind::Fpga => Ok(AnyConduit::Fpga(FpgaConduit::attach(job, segment_len)?)),
         }
     }
 
     /// Which conduit this is.
     pub fn kind(&self) -> ConduitKind {
-        dispatch!(self, _c => ConduitKind::Smp)
+        match self {
+            AnyConduit::Smp(_) => ConduitKind::Smp,
+            AnyConduit::Fpga(_) => ConduitKind::Fpga,
+        }
     }
 
     /// Leaves the job: a barrier with every PE, then this PE is marked as

@@ -56,7 +56,7 @@ enum ConduitArg {
     Smp,
     /// UDP/IPv6 bridge (not available yet).
     Ipv6,
-    /// FPGA boards (not available yet).
+    /// FPGA boards: devsim boards started for the job, one per PE.
     Fpga,
 }
 
@@ -87,7 +87,7 @@ struct Cli {
     )]
     np: u32,
 
-    /// Transport the PEs use; only smp is available in this build.
+    /// Transport the PEs use (smp, or fpga on devsim boards).
     #[arg(long, value_enum, default_value_t = ConduitArg::Smp)]
     conduit: ConduitArg,
 
@@ -187,7 +187,7 @@ struct Pe {
 }
 
 fn run(cli: Cli) -> Result<u8, String> {
-    if cli.conduit != ConduitArg::Smp {
+    if cli.conduit == ConduitArg::Ipv6 {
         return Err(format!(
             "the {:?} conduit is not available in this build; use --conduit smp",
             cli.conduit
@@ -197,6 +197,11 @@ fn run(cli: Cli) -> Result<u8, String> {
     let n = cli.np as usize;
     let job_id = cli.job_id.clone().unwrap_or_else(default_job_id);
     let (program, args) = cli.command.split_first().expect("clap requires PROGRAM");
+    // fpga: one devsim board per PE, stopped and removed when `boards` drops.
+    let boards = match cli.conduit {
+        ConduitArg::Fpga => Some(conduits::fpga::launch::Boards::start(&job_id, n)?),
+        _ => None,
+    };
     let cpus = match cli.bind {
         Bind::Core => cpu_order(),
         Bind::None => Vec::new(),
@@ -216,7 +221,10 @@ fn run(cli: Cli) -> Result<u8, String> {
             .env("FSHMEM_RANK", rank.to_string())
             .env("FSHMEM_SIZE", n.to_string())
             .env("FSHMEM_JOB_ID", &job_id)
-            .env("FSHMEM_CONDUIT", "smp");
+            .env("FSHMEM_CONDUIT", format!("{:?}", cli.conduit).to_lowercase());
+        if let Some(b) = &boards {
+            cmd.env("FSHMEM_FPGA_DEVICE", b.device(rank));
+        }
         if cli.prefix {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
@@ -326,6 +334,7 @@ fn run(cli: Cli) -> Result<u8, String> {
     for r in readers {
         let _ = r.join();
     }
+    drop(boards);
     let removed = remove_job_files(&job_id);
     if removed > 0 && std::env::var_os("SHMEM_DEBUG").is_some() {
         eprintln!("oshrun: removed {removed} shared-memory files of job {job_id}");
