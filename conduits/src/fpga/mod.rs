@@ -70,7 +70,7 @@ use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SignalOp};
 use bar::{Board, Device};
 use gasnet_core::cmd::{
     self, AmBody, Args, Common, Completion, Descriptor, Inline, Local, MAX_INLINE, RxEntry,
-    Status, ctrl, err, regs, status,
+    ctrl, err, regs, status,
 };
 use gasnet_core::engine::layout::engine_owned;
 use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, NodeId, ReplySink, Token};
@@ -415,6 +415,21 @@ impl FpgaConduit {
             finalized: AtomicBool::new(false),
             board_pid,
         })
+    }
+
+    /// Low level, for tools and benchmarks: writes `d` to the command
+    /// queue as it is (back-pressure included). Its completion, if any, is
+    /// reaped by later calls and only its errors are reported.
+    pub fn submit_descriptor(&self, d: &Descriptor) -> Result<()> {
+        let mut h = self.lock();
+        self.submit(&mut h, d)
+    }
+
+    /// Low level, for tools and benchmarks: reaps the completions the
+    /// board has written; returns how many.
+    pub fn reap_completions(&self) -> usize {
+        let mut h = self.lock();
+        self.reap(&mut h)
     }
 
     /// The segment layout in use.
@@ -1246,11 +1261,6 @@ impl Conduit for FpgaConduit {
         let _ = self.quiet();
         std::process::exit(status)
     }
-}
-
-/// Why the board failed a command, for tests and tools.
-pub fn describe_status(s: Status) -> String {
-    s.to_string()
 }
 
 #[cfg(test)]
