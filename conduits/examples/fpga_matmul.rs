@@ -80,7 +80,10 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
             d.store(1 | st << 8, Ordering::Release);
         }),
     )?;
-    let a_blk: Vec<f64> = mine.clone().flat_map(|i| (0..n).map(move |k| a(i, k))).collect();
+    let a_blk: Vec<f64> = mine
+        .clone()
+        .flat_map(|i| (0..n).map(move |k| a(i, k)))
+        .collect();
     let b_all: Vec<f64> = (0..n).flat_map(|k| (0..n).map(move |j| b(k, j))).collect();
     c.put(me, 0, &bytes(&a_blk))?;
     c.put(me, off_b, &bytes(&b_all))?;

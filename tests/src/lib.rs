@@ -235,14 +235,7 @@ pub fn fpga_job<S: AsRef<std::ffi::OsStr>>(
     timeout: Duration,
 ) -> Job {
     let id = unique_job_id("fpga");
-    let mut cmd = oshrun_cmd(&[
-        "-n",
-        &n.to_string(),
-        "--conduit",
-        "fpga",
-        "--job-id",
-        &id,
-    ]);
+    let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", "fpga", "--job-id", &id]);
     cmd.arg(prog).args(args);
     let out = run(&mut cmd, timeout);
     let left = shm_files(&id);

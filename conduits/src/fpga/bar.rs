@@ -77,11 +77,7 @@ impl Device {
             Device::Devsim(d) => (d.join(DEVSIM_BAR0), d.join(DEVSIM_BAR2)),
             Device::Pci(d) => {
                 let wc = d.join("resource2_wc");
-                let bar2 = if wc.exists() {
-                    wc
-                } else {
-                    d.join("resource2")
-                };
+                let bar2 = if wc.exists() { wc } else { d.join("resource2") };
                 (d.join("resource0"), bar2)
             }
         }
@@ -234,13 +230,7 @@ impl Identity {
                 .magic
                 .to_le_bytes()
                 .iter()
-                .map(|&b| {
-                    if b.is_ascii_graphic() {
-                        b as char
-                    } else {
-                        '.'
-                    }
-                })
+                .map(|&b| if b.is_ascii_graphic() { b as char } else { '.' })
                 .collect();
             return Err(ConduitError::Bootstrap(format!(
                 "{device} is not an fshmem board: MAGIC reads {:#010x} (\"{text}\"), expected {:#010x} (\"FSHM\")",

@@ -136,7 +136,10 @@ impl Boards {
                 b.dirs = l["ready ".len()..].split('\t').map(PathBuf::from).collect();
                 if b.dirs.len() != n {
                     b.stop();
-                    return Err(format!("devsim reported {} boards, expected {n}", b.dirs.len()));
+                    return Err(format!(
+                        "devsim reported {} boards, expected {n}",
+                        b.dirs.len()
+                    ));
                 }
                 Ok(b)
             }
@@ -146,7 +149,9 @@ impl Boards {
             }
             Err(_) => {
                 b.stop();
-                Err(format!("devsim boards were not ready within {START_TIMEOUT:?}"))
+                Err(format!(
+                    "devsim boards were not ready within {START_TIMEOUT:?}"
+                ))
             }
         }
     }
@@ -253,7 +258,10 @@ fn wait_file(path: &Path, timeout: Duration) -> Result<String, String> {
             return Err("stopped".to_string());
         }
         if start.elapsed() > timeout {
-            return Err(format!("{} did not appear within {timeout:?}", path.display()));
+            return Err(format!(
+                "{} did not appear within {timeout:?}",
+                path.display()
+            ));
         }
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -299,7 +307,10 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
         let table = wait_file(&dir.join("peers"), START_TIMEOUT)?;
         let peers = parse_peers(&table)?;
         if peers.len() != nodes as usize {
-            return Err(format!("peer table lists {} boards, expected {nodes}", peers.len()));
+            return Err(format!(
+                "peer table lists {} boards, expected {nodes}",
+                peers.len()
+            ));
         }
         link.set_peers(&peers);
         let mut board = BoardModel::create(
@@ -324,7 +335,10 @@ fn parse_peers(s: &str) -> Result<Vec<[u16; 2]>, String> {
     s.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
-            let v: Vec<u16> = l.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            let v: Vec<u16> = l
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
             match v[..] {
                 [a, b] => Ok([a, b]),
                 _ => Err(format!("bad peer table line {l:?}")),
@@ -363,7 +377,10 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
                     Ok(())
                 });
             }
-            children.push(cmd.spawn().map_err(|e| format!("cannot start board {n}: {e}"))?);
+            children.push(
+                cmd.spawn()
+                    .map_err(|e| format!("cannot start board {n}: {e}"))?,
+            );
         }
         let mut table = String::new();
         for d in &dirs {

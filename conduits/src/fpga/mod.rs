@@ -69,8 +69,8 @@ use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SignalOp};
 use bar::{Board, Device};
 use gasnet_core::cmd::{
-    self, AmBody, Args, Common, Completion, Descriptor, Inline, Local, MAX_INLINE, RxEntry,
-    ctrl, err, regs, status,
+    self, AmBody, Args, Common, Completion, Descriptor, Inline, Local, MAX_INLINE, RxEntry, ctrl,
+    err, regs, status,
 };
 use gasnet_core::engine::layout::engine_owned;
 use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, NodeId, ReplySink, Token};
@@ -299,7 +299,9 @@ impl std::fmt::Display for HealthPath {
         f.write_str(match self {
             HealthPath::WindowToGet => "BAR2 window store -> Get descriptor",
             HealthPath::InlinePutToWindow => "inline Put descriptor -> BAR2 window load",
-            HealthPath::SegmentPutToWindow => "segment Put descriptor (board DDR read) -> BAR2 window load",
+            HealthPath::SegmentPutToWindow => {
+                "segment Put descriptor (board DDR read) -> BAR2 window load"
+            }
             HealthPath::Atomic => "Atomic descriptor (fetched value and DDR word)",
         })
     }
@@ -330,7 +332,12 @@ impl FpgaConduit {
     /// Opens, resets and configures a board for PE `rank` of `size`,
     /// without the health check and bootstrap barrier of
     /// [`FpgaConduit::attach`] (for tests and tools).
-    pub fn open(device: Device, rank: usize, size: usize, segment_len: usize) -> Result<FpgaConduit> {
+    pub fn open(
+        device: Device,
+        rank: usize,
+        size: usize,
+        segment_len: usize,
+    ) -> Result<FpgaConduit> {
         let board = Board::open(device)?;
         let layout = Layout::new(segment_len as u64, size);
         let dev = board.device.clone();
@@ -357,7 +364,9 @@ impl FpgaConduit {
         };
         if bar0.read32(regs::CTRL) & ctrl::ENABLE != 0 {
             bar0.write32(regs::CTRL, 0);
-            bring_up("disable", &|| bar0.read32(regs::STATUS) & status::READY == 0)?;
+            bring_up("disable", &|| {
+                bar0.read32(regs::STATUS) & status::READY == 0
+            })?;
         }
         bar0.write32(regs::CTRL, ctrl::RESET);
         bring_up("soft reset", &|| bar0.read32(regs::CTRL) & ctrl::RESET == 0)?;
@@ -594,14 +603,15 @@ impl FpgaConduit {
             // SAFETY: `src` is valid for `len` bytes (caller).
             let data = unsafe { std::slice::from_raw_parts(src, len) };
             let tag = Self::fresh_tag(&mut h);
-            let d = Descriptor::Put {
-                common: Self::common(tag, false),
-                target: pe as NodeId,
-                remote: offset,
-                source: cmd::PutSource::Inline(Inline::new(data).map_err(|_| {
-                    ConduitError::Unsupported("inline put longer than 32 bytes")
-                })?),
-            };
+            let d =
+                Descriptor::Put {
+                    common: Self::common(tag, false),
+                    target: pe as NodeId,
+                    remote: offset,
+                    source: cmd::PutSource::Inline(Inline::new(data).map_err(|_| {
+                        ConduitError::Unsupported("inline put longer than 32 bytes")
+                    })?),
+                };
             return self.submit(&mut h, &d);
         }
         let mut at = 0;
@@ -688,6 +698,7 @@ impl FpgaConduit {
     }
 
     /// An atomic without range checks (internal areas).
+    #[allow(clippy::too_many_arguments)]
     fn raw_atomic(
         &self,
         pe: usize,
@@ -808,7 +819,10 @@ impl FpgaConduit {
                         _ => Some(e.addr),
                     };
                     if let Some(from) = from {
-                        if from.checked_add(e.len as u64).is_some_and(|end| end <= self.layout.window) {
+                        if from
+                            .checked_add(e.len as u64)
+                            .is_some_and(|end| end <= self.layout.window)
+                        {
                             // SAFETY: the range lies in the window (checked);
                             // the bounce buffer is ours until free_rq.
                             unsafe {
@@ -826,7 +840,10 @@ impl FpgaConduit {
             }
         }
         if !got.is_empty() {
-            self.rx.lock().unwrap_or_else(|p| p.into_inner()).extend(got);
+            self.rx
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(got);
         }
     }
 
@@ -840,7 +857,11 @@ impl FpgaConduit {
             return;
         }
         loop {
-            let m = self.rx.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+            let m = self
+                .rx
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop_front();
             let Some(m) = m else { break };
             let e = &m.entry;
             let f = self
@@ -899,7 +920,9 @@ impl FpgaConduit {
     pub fn health_check(&self) -> Result<()> {
         let base = self.layout.health;
         let me = self.rank;
-        let pattern: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(37) ^ 0xA5) as u8).collect();
+        let pattern: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(37) ^ 0xA5) as u8)
+            .collect();
         let fail = |path: HealthPath, what: String| {
             Err(ConduitError::Bootstrap(format!(
                 "{}: health check failed on the {path} path: {what}",
@@ -929,7 +952,10 @@ impl FpgaConduit {
         // SAFETY: as above.
         unsafe { std::ptr::copy_nonoverlapping(self.win(base + 4096), back.as_mut_ptr(), 4096) };
         if !c.status.is_ok() {
-            return fail(HealthPath::WindowToGet, format!("completion status {}", c.status));
+            return fail(
+                HealthPath::WindowToGet,
+                format!("completion status {}", c.status),
+            );
         }
         if let Some(i) = mismatch(&pattern, &back) {
             return fail(HealthPath::WindowToGet, format!("byte {i} differs"));
@@ -944,9 +970,9 @@ impl FpgaConduit {
                 common: Self::common(tag, true),
                 target: me as NodeId,
                 remote: base + 8192,
-                source: cmd::PutSource::Inline(Inline::new(inline).map_err(|_| {
-                    ConduitError::Unsupported("inline")
-                })?),
+                source: cmd::PutSource::Inline(
+                    Inline::new(inline).map_err(|_| ConduitError::Unsupported("inline"))?,
+                ),
             };
             self.submit(&mut h, &d)?;
             tag
@@ -955,7 +981,10 @@ impl FpgaConduit {
         // SAFETY: as above.
         unsafe { std::ptr::copy_nonoverlapping(self.win(base + 8192), back.as_mut_ptr(), 32) };
         if !c.status.is_ok() {
-            return fail(HealthPath::InlinePutToWindow, format!("completion status {}", c.status));
+            return fail(
+                HealthPath::InlinePutToWindow,
+                format!("completion status {}", c.status),
+            );
         }
         if let Some(i) = mismatch(inline, &back[..32]) {
             return fail(HealthPath::InlinePutToWindow, format!("byte {i} differs"));
@@ -981,7 +1010,10 @@ impl FpgaConduit {
         // SAFETY: as above.
         unsafe { std::ptr::copy_nonoverlapping(self.win(base + 12288), back.as_mut_ptr(), 4096) };
         if !c.status.is_ok() {
-            return fail(HealthPath::SegmentPutToWindow, format!("completion status {}", c.status));
+            return fail(
+                HealthPath::SegmentPutToWindow,
+                format!("completion status {}", c.status),
+            );
         }
         if let Some(i) = mismatch(&pattern, &back) {
             return fail(HealthPath::SegmentPutToWindow, format!("byte {i} differs"));
@@ -1035,7 +1067,15 @@ impl ReplySink for Replier<'_> {
         offset: u64,
     ) -> std::result::Result<(), AmError> {
         self.c
-            .send_am(dst as usize, Direction::Reply, category, handler, args, payload, offset)
+            .send_am(
+                dst as usize,
+                Direction::Reply,
+                category,
+                handler,
+                args,
+                payload,
+                offset,
+            )
             .map_err(|e| AmError::Transport(e.to_string()))
     }
 }
@@ -1187,7 +1227,15 @@ impl Conduit for FpgaConduit {
         if category == Category::Long {
             check_range(pe, self.size, offset, payload.len(), self.segment_len())?;
         }
-        self.send_am(pe, Direction::Request, category, handler, args, payload, offset as u64)
+        self.send_am(
+            pe,
+            Direction::Request,
+            category,
+            handler,
+            args,
+            payload,
+            offset as u64,
+        )
     }
 
     fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {

@@ -150,7 +150,9 @@ impl Rings {
         }
         let mut b = [0u8; RX_ENTRY_BYTES];
         // SAFETY: as in poll_cq, for the receive ring.
-        unsafe { std::ptr::copy_nonoverlapping(bar0.ptr().add(at), b.as_mut_ptr(), RX_ENTRY_BYTES) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(bar0.ptr().add(at), b.as_mut_ptr(), RX_ENTRY_BYTES)
+        };
         Some((self.rq_head, RxEntry::decode(&b)))
     }
 

@@ -4,10 +4,10 @@ use super::devsim::compute::GemmCore;
 use super::devsim::link::UdpLink;
 use super::devsim::{BoardModel, Fault};
 use super::*;
+use gasnet_core::cmd::Status;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use gasnet_core::cmd::Status;
 use std::time::{Duration, Instant};
 
 /// Boards running on threads, each in its own temporary directory.
@@ -64,7 +64,13 @@ impl Drop for TestBoards {
 }
 
 fn open(b: &TestBoards, rank: usize, seg: usize) -> FpgaConduit {
-    FpgaConduit::open(Device::Devsim(b.dirs[rank].clone()), rank, b.dirs.len(), seg).unwrap()
+    FpgaConduit::open(
+        Device::Devsim(b.dirs[rank].clone()),
+        rank,
+        b.dirs.len(),
+        seg,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -76,9 +82,14 @@ fn single_board_attach_and_health_check() {
     let mut back = [0u8; 5];
     c.get(0, 64, &mut back).unwrap();
     assert_eq!(&back, b"hello");
-    let old = c.atomic(0, 128, AmoOp::FetchAdd, AmoWidth::W64, 7, 0).unwrap();
+    let old = c
+        .atomic(0, 128, AmoOp::FetchAdd, AmoWidth::W64, 7, 0)
+        .unwrap();
     assert_eq!(old, 0);
-    assert_eq!(c.atomic(0, 128, AmoOp::Fetch, AmoWidth::W64, 0, 0).unwrap(), 7);
+    assert_eq!(
+        c.atomic(0, 128, AmoOp::Fetch, AmoWidth::W64, 0, 0).unwrap(),
+        7
+    );
     c.quiet().unwrap();
 }
 
@@ -125,7 +136,10 @@ fn two_boards_put_get_barrier_exchange() {
         assert_eq!(all, vec![vec![0u8; 3], vec![1u8; 3]]);
         c.atomic(0, 256, AmoOp::Add, AmoWidth::W32, 1, 0).unwrap();
         c.barrier().unwrap();
-        assert_eq!(c.atomic(0, 256, AmoOp::Fetch, AmoWidth::W32, 0, 0).unwrap(), 2);
+        assert_eq!(
+            c.atomic(0, 256, AmoOp::Fetch, AmoWidth::W32, 0, 0).unwrap(),
+            2
+        );
     });
 }
 
@@ -180,7 +194,10 @@ fn malformed_descriptors_get_error_completions_and_the_queue_runs_on() {
     let c1 = wait_completion(&c, &mut rings);
     assert_eq!((c1.status, c1.sq_index), (Status::BadOpcode, 0));
     let c2 = wait_completion(&c, &mut rings);
-    assert_eq!((c2.status, c2.detail, c2.tag), (Status::BadLength, 5000, 0x5001));
+    assert_eq!(
+        (c2.status, c2.detail, c2.tag),
+        (Status::BadLength, 5000, 0x5001)
+    );
     let c3 = wait_completion(&c, &mut rings);
     assert_eq!((c3.status, c3.detail, c3.tag), (Status::BadTarget, 7, 9));
     let c4 = wait_completion(&c, &mut rings);
@@ -204,7 +221,12 @@ fn a_full_queue_applies_back_pressure_without_overwriting() {
     for w in 0..64u64 {
         let last = (0..n).filter(|i| i % 64 == w).max().unwrap();
         // SAFETY: PE 1's own segment, read after PE 0's quiet.
-        let v = unsafe { c1.local_segment().add(8 * w as usize).cast::<u64>().read_volatile() };
+        let v = unsafe {
+            c1.local_segment()
+                .add(8 * w as usize)
+                .cast::<u64>()
+                .read_volatile()
+        };
         assert_eq!(v, last, "word {w}");
     }
     assert!(c0.board().bar0.read64(regs::CNT_COMMANDS) >= n);
@@ -216,12 +238,20 @@ fn a_board_with_the_wrong_magic_is_refused_clearly() {
     let dir = b.dirs[0].clone();
     let bar0 = bar::Bar::map(&dir.join("bar0")).unwrap();
     bar0.write32(regs::MAGIC, u32::from_le_bytes(*b"XYZW"));
-    let e = Board::open(Device::Devsim(dir.clone())).unwrap_err().to_string();
-    assert!(e.contains("not an fshmem board") && e.contains("XYZW") && e.contains("FSHM"), "{e}");
+    let e = Board::open(Device::Devsim(dir.clone()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("not an fshmem board") && e.contains("XYZW") && e.contains("FSHM"),
+        "{e}"
+    );
     bar0.write32(regs::MAGIC, cmd::MAGIC);
     bar0.write32(regs::VERSION, 2 << 16);
     let e = Board::open(Device::Devsim(dir)).unwrap_err().to_string();
-    assert!(e.contains("version 2.0") && e.contains("major version 1"), "{e}");
+    assert!(
+        e.contains("version 2.0") && e.contains("major version 1"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -257,8 +287,11 @@ fn gemm_compute_core_with_art_streams_results_to_a_peer() {
         if c.rank() == 1 {
             c.put(1, 0, &bytes(&a)).unwrap();
             c.put(1, 4096, &bytes(&bm)).unwrap();
-            let args = [0, 4096, 8192, m as u32, n as u32, k as u32, 4, 0, 65536, 64, 7];
-            c.am_request(1, Category::Short, GEMM_RUN, &args, &[], 0).unwrap();
+            let args = [
+                0, 4096, 8192, m as u32, n as u32, k as u32, 4, 0, 65536, 64, 7,
+            ];
+            c.am_request(1, Category::Short, GEMM_RUN, &args, &[], 0)
+                .unwrap();
             while done.load(Ordering::Acquire) == 0 {
                 c.poll().unwrap();
                 std::thread::yield_now();

@@ -221,7 +221,10 @@ fn run(cli: Cli) -> Result<u8, String> {
             .env("FSHMEM_RANK", rank.to_string())
             .env("FSHMEM_SIZE", n.to_string())
             .env("FSHMEM_JOB_ID", &job_id)
-            .env("FSHMEM_CONDUIT", format!("{:?}", cli.conduit).to_lowercase());
+            .env(
+                "FSHMEM_CONDUIT",
+                format!("{:?}", cli.conduit).to_lowercase(),
+            );
         if let Some(b) = &boards {
             cmd.env("FSHMEM_FPGA_DEVICE", b.device(rank));
         }

@@ -58,8 +58,8 @@ use gasnet_core::cmd::{
     self, AmBody, COMPLETION_BYTES, Completion, Descriptor, Local, RX_ENTRY_BYTES, RxEntry,
     SLOT_BYTES, Status, caps, ctrl, err, regs, status,
 };
-use gasnet_core::engine::{self, Command, Config, Engine, GetInto, MemError, Memory, PutSource};
 use gasnet_core::engine::layout::engine_owned;
+use gasnet_core::engine::{self, Command, Config, Engine, GetInto, MemError, Memory, PutSource};
 use gasnet_core::handlers::FIRST_COMPUTE;
 use gasnet_core::wire::{Packet, PacketType};
 use gasnet_core::{AmoOp, AmoWidth, Category, Direction, NodeId};
@@ -109,7 +109,11 @@ impl std::str::FromStr for Fault {
             "inline-put" => Fault::InlinePut,
             "segment-put" => Fault::SegmentPut,
             "atomic" => Fault::Atomic,
-            o => return Err(format!("unknown fault {o:?} (get, inline-put, segment-put, atomic)")),
+            o => {
+                return Err(format!(
+                    "unknown fault {o:?} (get, inline-put, segment-put, atomic)"
+                ));
+            }
         })
     }
 }
@@ -400,7 +404,9 @@ impl BoardModel {
         self.err_shadow |= bit;
         self.w(regs::ERR_STATUS, self.err_shadow);
         self.w(regs::ERR_INFO, info);
-        self.bar0.reg(regs::IRQ_STATUS).fetch_or(cmd::irq::ERROR, Ordering::AcqRel);
+        self.bar0
+            .reg(regs::IRQ_STATUS)
+            .fetch_or(cmd::irq::ERROR, Ordering::AcqRel);
     }
 
     /// Soft reset: registers to reset values, rings zeroed, DDR zeroed,
@@ -489,13 +495,17 @@ impl BoardModel {
         }
         if c.seg_size == 0
             || c.seg_size % PAGE != 0
-            || c.seg_base.checked_add(c.seg_size).is_none_or(|e| e > self.window)
+            || c.seg_base
+                .checked_add(c.seg_size)
+                .is_none_or(|e| e > self.window)
         {
             return Some(regs::SEG_SIZE_LO);
         }
         let overlaps = c.rx_bounce < c.seg_base + c.seg_size && c.seg_base < c.rx_bounce + bounce;
         if c.rx_bounce % PAGE != 0
-            || c.rx_bounce.checked_add(bounce).is_none_or(|e| e > self.window)
+            || c.rx_bounce
+                .checked_add(bounce)
+                .is_none_or(|e| e > self.window)
             || overlaps
         {
             return Some(regs::RX_BOUNCE_LO);
@@ -506,7 +516,9 @@ impl BoardModel {
     fn enable(&mut self) {
         let c = self.read_cfg();
         if let Some(reg) = self.check_cfg(&c) {
-            self.bar0.reg(regs::CTRL).fetch_and(!ctrl::ENABLE, Ordering::AcqRel);
+            self.bar0
+                .reg(regs::CTRL)
+                .fetch_and(!ctrl::ENABLE, Ordering::AcqRel);
             self.set_err(err::CONFIG_INVALID, reg as u32);
             return;
         }
@@ -518,7 +530,12 @@ impl BoardModel {
             max_in_flight: MAX_IN_FLIGHT,
             queue_depth: 1 << 16,
         };
-        self.engine = Some(Engine::with_config(c.node as NodeId, c.nodes as usize, win, config));
+        self.engine = Some(Engine::with_config(
+            c.node as NodeId,
+            c.nodes as usize,
+            win,
+            config,
+        ));
         self.cfg = Some(c);
         self.w(regs::STATUS, status::READY | status::IDLE);
         while let Some(p) = self.held.pop_front() {
@@ -694,11 +711,15 @@ impl BoardModel {
         while !self.rq_backlog.is_empty() {
             let head = self.r(regs::RQ_HEAD) % cmd::RQ_ENTRIES;
             if (self.rq_tail + 1) % cmd::RQ_ENTRIES == head {
-                self.bar0.reg(regs::STATUS).fetch_or(status::RQ_STALL, Ordering::AcqRel);
+                self.bar0
+                    .reg(regs::STATUS)
+                    .fetch_or(status::RQ_STALL, Ordering::AcqRel);
                 self.cnt_stalls += 1;
                 return did;
             }
-            let Some(p) = self.rq_backlog.pop_front() else { break };
+            let Some(p) = self.rq_backlog.pop_front() else {
+                break;
+            };
             let PacketType::Am {
                 category,
                 direction,
@@ -724,7 +745,9 @@ impl BoardModel {
                 }
                 Category::Long => p.offset,
             };
-            let Ok(args) = cmd::Args::new(&p.args) else { continue };
+            let Ok(args) = cmd::Args::new(&p.args) else {
+                continue;
+            };
             let e = RxEntry {
                 src: p.src,
                 direction,
@@ -751,13 +774,18 @@ impl BoardModel {
                 self.rq_phase = !self.rq_phase;
             }
             self.w(regs::RQ_TAIL, self.rq_tail);
-            self.bar0.reg(regs::IRQ_STATUS).fetch_or(cmd::irq::RQ, Ordering::AcqRel);
+            self.bar0
+                .reg(regs::IRQ_STATUS)
+                .fetch_or(cmd::irq::RQ, Ordering::AcqRel);
             did = true;
         }
-        self.bar0.reg(regs::STATUS).fetch_and(!status::RQ_STALL, Ordering::AcqRel);
+        self.bar0
+            .reg(regs::STATUS)
+            .fetch_and(!status::RQ_STALL, Ordering::AcqRel);
         did
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn send_am(
         &mut self,
         dst: NodeId,
@@ -779,7 +807,11 @@ impl BoardModel {
             flags: 0,
             handler,
             args,
-            offset: if category == Category::Long { offset } else { 0 },
+            offset: if category == Category::Long {
+                offset
+            } else {
+                0
+            },
             seq: 0,
             ack: 0,
             frag_offset: 0,
@@ -800,7 +832,9 @@ impl BoardModel {
     fn drain_engine(&mut self) -> bool {
         let mut did = false;
         loop {
-            let Some(e) = self.engine.as_mut() else { return did };
+            let Some(e) = self.engine.as_mut() else {
+                return did;
+            };
             let Some(p) = e.next_outgoing() else { break };
             did = true;
             if self.link.send(&p).is_err() {
@@ -808,7 +842,9 @@ impl BoardModel {
             }
         }
         loop {
-            let Some(e) = self.engine.as_mut() else { return did };
+            let Some(e) = self.engine.as_mut() else {
+                return did;
+            };
             let Some(c) = e.poll_completion() else { break };
             did = true;
             if Some(c.tag) == self.marker {
@@ -816,7 +852,9 @@ impl BoardModel {
                 self.marker_passed = true;
                 continue;
             }
-            let Some(p) = self.pending.remove(&c.tag) else { continue };
+            let Some(p) = self.pending.remove(&c.tag) else {
+                continue;
+            };
             if let Some(id) = p.compute {
                 if let Some(mem) = self.seg() {
                     let cfg = self.cfg.unwrap_or(Cfg {
@@ -882,7 +920,10 @@ impl BoardModel {
                         offset,
                         source: PutSource::Bytes(bytes),
                     };
-                    let ok = self.engine.as_mut().is_some_and(|e| e.submit(tag, cmd).is_ok());
+                    let ok = self
+                        .engine
+                        .as_mut()
+                        .is_some_and(|e| e.submit(tag, cmd).is_ok());
                     if ok {
                         self.pending.insert(
                             tag,
@@ -937,7 +978,9 @@ impl BoardModel {
         for _ in 0..SQ_PER_STEP {
             if self.cq_backlog.len() >= cmd::CQ_ENTRIES as usize {
                 self.cnt_stalls += 1;
-                self.bar0.reg(regs::STATUS).fetch_or(status::CQ_STALL, Ordering::AcqRel);
+                self.bar0
+                    .reg(regs::STATUS)
+                    .fetch_or(status::CQ_STALL, Ordering::AcqRel);
                 return did;
             }
             if let Some((d, idx)) = self.current.take() {
@@ -988,7 +1031,9 @@ impl BoardModel {
                 }
             }
         }
-        self.bar0.reg(regs::STATUS).fetch_and(!status::CQ_STALL, Ordering::AcqRel);
+        self.bar0
+            .reg(regs::STATUS)
+            .fetch_and(!status::CQ_STALL, Ordering::AcqRel);
         did
     }
 
@@ -999,7 +1044,9 @@ impl BoardModel {
         // doorbell, read with Acquire).
         unsafe {
             std::ptr::copy(
-                self.bar0.ptr().add(regs::SQ_RING + SLOT_BYTES * idx as usize),
+                self.bar0
+                    .ptr()
+                    .add(regs::SQ_RING + SLOT_BYTES * idx as usize),
                 s.as_mut_ptr(),
                 SLOT_BYTES,
             )
@@ -1326,24 +1373,35 @@ impl BoardModel {
                 self.cq_phase = !self.cq_phase;
             }
             self.w(regs::CQ_TAIL, self.cq_tail);
-            self.bar0.reg(regs::IRQ_STATUS).fetch_or(cmd::irq::CQ, Ordering::AcqRel);
+            self.bar0
+                .reg(regs::IRQ_STATUS)
+                .fetch_or(cmd::irq::CQ, Ordering::AcqRel);
             did = true;
         }
         did
     }
 
     fn publish(&self) {
-        let Some(e) = self.engine.as_ref() else { return };
+        let Some(e) = self.engine.as_ref() else {
+            return;
+        };
         let k = e.counters();
         self.bar0.write64(regs::CNT_COMMANDS, self.cnt_commands);
-        self.bar0.write64(regs::CNT_PACKETS_TX, k.packets_sent + self.cnt_am_tx);
-        self.bar0.write64(regs::CNT_PACKETS_RX, k.packets_received + self.cnt_am_rx);
-        self.bar0.write64(regs::CNT_BYTES_TX, k.bytes_sent + self.cnt_am_bytes_tx);
-        self.bar0.write64(regs::CNT_BYTES_RX, k.bytes_received + self.cnt_am_bytes_rx);
+        self.bar0
+            .write64(regs::CNT_PACKETS_TX, k.packets_sent + self.cnt_am_tx);
+        self.bar0
+            .write64(regs::CNT_PACKETS_RX, k.packets_received + self.cnt_am_rx);
+        self.bar0
+            .write64(regs::CNT_BYTES_TX, k.bytes_sent + self.cnt_am_bytes_tx);
+        self.bar0
+            .write64(regs::CNT_BYTES_RX, k.bytes_received + self.cnt_am_bytes_rx);
         self.bar0.write64(regs::CNT_STALLS, self.cnt_stalls);
         self.bar0.write64(regs::CNT_ERRORS, self.cnt_errors);
         for port in 0..cmd::LINK_PORTS {
-            self.w(regs::link(port, regs::LINK_CRC_ERRORS), self.link.crc_errors(port));
+            self.w(
+                regs::link(port, regs::LINK_CRC_ERRORS),
+                self.link.crc_errors(port),
+            );
         }
         let mut st = status::READY;
         if self.sq_head == self.r(regs::SQ_TAIL) && self.quiet() && self.current.is_none() {
