@@ -236,9 +236,9 @@ fn program_that_cannot_start_fails_clearly() {
 
 #[test]
 fn unavailable_conduit_is_refused() {
-    let out = oshrun(&["-n", "2", "--conduit", "fpga", "true"]);
+    let out = oshrun(&["-n", "2", "--conduit", "ipv6", "true"]);
     assert_eq!(out.code(), Some(2), "{out:?}");
-    assert!(out.stderr.contains("fpga"), "{out:?}");
+    assert!(out.stderr.contains("ipv6"), "{out:?}");
 }
 
 #[test]

@@ -32,13 +32,16 @@ Environment set for every PE:
   FSHMEM_SIZE      the number of PEs, N
   FSHMEM_JOB_ID    the job id (names the job's shared memory,
                    /dev/shm/fshmem-<job>-*)
-  FSHMEM_CONDUIT   the conduit (smp)
+  FSHMEM_CONDUIT   the conduit (smp or fpga)
+  FSHMEM_FPGA_DEVICE  fpga: the PE's devsim board directory
+                   (/dev/shm/fshmem-<job>-board<rank>/, removed at the end)
 
 Environment read by the PEs (passed through unchanged):
   SHMEM_SYMMETRIC_SIZE  size of each PE's symmetric heap (e.g. 64M, 1G)
   SHMEM_DEBUG           print debugging output when set to 1
   SHMEM_INFO            print the library's configuration at start-up
   SHMEM_VERSION         print the library version at start-up
+  FSHMEM_FPGA_WINDOW    fpga: each devsim board's DDR window (default 1G)
 
 Exit status: 0 when every PE exits 0; otherwise the status of the first PE
 that failed (128+signal for a PE killed by a signal), after stopping the
