@@ -1,8 +1,11 @@
 //! The job environment a launcher hands each PE.
 //!
 //! `oshrun` sets `FSHMEM_RANK`, `FSHMEM_SIZE`, `FSHMEM_JOB_ID` and
-//! `FSHMEM_CONDUIT`. A program started without them runs as a singleton job
-//! of one PE.
+//! `FSHMEM_CONDUIT`. Under another launcher the rank and size come from
+//! its variables instead (MPICH Hydra's `PMI_RANK`/`PMI_SIZE`, Slurm's
+//! `SLURM_PROCID`/`SLURM_NTASKS`) and the conduit defaults to `ipv6`, the
+//! one that spans hosts (see [`crate::bootstrap`]). A program started
+//! without any of them runs as a singleton job of one PE.
 
 use crate::error::{ConduitError, Result};
 use std::fmt;
@@ -80,12 +83,25 @@ impl JobEnv {
     /// assert_eq!((job.rank, job.size), (1, 4));
     /// ```
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv> {
+        let launcher = match (get("FSHMEM_RANK"), get("FSHMEM_SIZE")) {
+            (None, None) => crate::bootstrap::launcher_rank_size(&get)?,
+            _ => None,
+        };
         let conduit = match get("FSHMEM_CONDUIT") {
             Some(s) => s.parse()?,
+            None if launcher.is_some() => ConduitKind::Ipv6,
             None => ConduitKind::Smp,
         };
         let (rank, size, job_id) = match (get("FSHMEM_RANK"), get("FSHMEM_SIZE")) {
-            (None, None) => (0, 1, format!("single{}", std::process::id())),
+            (None, None) => match launcher {
+                Some((rank, size, who)) => {
+                    let job = get("FSHMEM_JOB_ID")
+                        .or_else(|| get("SLURM_JOB_ID").map(|j| format!("slurm{j}")))
+                        .unwrap_or_else(|| format!("{who}job"));
+                    (rank, size, job)
+                }
+                None => (0, 1, format!("single{}", std::process::id())),
+            },
             (Some(r), Some(s)) => {
                 let rank = parse_count("FSHMEM_RANK", &r)?;
                 let size = parse_count("FSHMEM_SIZE", &s)?;
@@ -181,5 +197,32 @@ mod tests {
             .to_string();
         assert!(e.contains("tcp"), "{e}");
         assert!(JobEnv::from_lookup(env(&[("FSHMEM_SIZE", "2")])).is_err());
+    }
+
+    #[test]
+    fn launchers_supply_rank_and_size() {
+        let j = JobEnv::from_lookup(env(&[("PMI_RANK", "2"), ("PMI_SIZE", "3")])).unwrap();
+        assert_eq!((j.rank, j.size, j.conduit), (2, 3, ConduitKind::Ipv6));
+        let j = JobEnv::from_lookup(env(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_JOB_ID", "77"),
+        ]))
+        .unwrap();
+        assert_eq!((j.rank, j.size, j.job_id.as_str()), (1, 4, "slurm77"));
+        let e = JobEnv::from_lookup(env(&[("PMI_RANK", "3"), ("PMI_SIZE", "3")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("PMI_RANK"), "{e}");
+        // oshrun's variables win over a launcher's.
+        let j = JobEnv::from_lookup(env(&[
+            ("FSHMEM_RANK", "0"),
+            ("FSHMEM_SIZE", "1"),
+            ("FSHMEM_JOB_ID", "a"),
+            ("PMI_RANK", "5"),
+            ("PMI_SIZE", "9"),
+        ]))
+        .unwrap();
+        assert_eq!((j.rank, j.size, j.conduit), (0, 1, ConduitKind::Smp));
     }
 }

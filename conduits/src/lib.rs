@@ -5,7 +5,9 @@
 //! - [`smp`]: the shared-memory emulator — each PE a process, every PE's
 //!   segment in POSIX shared memory mapped by all, puts as memcpy, atomics as
 //!   CPU atomics. The default.
-//! - `ipv6`: the UDP/IPv6 bridge carrying `spec/wire.md` packets (later).
+//! - [`ipv6`]: the UDP/IPv6 bridge carrying `spec/wire.md` packets over a
+//!   reliable per-peer transport, with a progress thread per PE; spans
+//!   hosts, bootstrapped by [`bootstrap`] (rendezvous, PMI-1, Slurm).
 //! - [`fpga`]: a BAR-mapped board, or its software model `devsim`
 //!   ([`fpga::devsim`]) whose BARs are files.
 //!
@@ -13,8 +15,10 @@
 //! trait states the contract each transport implements. [`wait::Backoff`]
 //! is the spin-then-yield step every wait of the runtime uses.
 
+pub mod bootstrap;
 pub mod error;
 pub mod fpga;
+pub mod ipv6;
 pub mod job;
 pub mod smp;
 pub mod wait;
@@ -22,6 +26,7 @@ pub mod wait;
 pub use error::{ConduitError, Result};
 pub use fpga::FpgaConduit;
 pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
+pub use ipv6::Ipv6Conduit;
 pub use job::{ConduitKind, JobEnv};
 pub use smp::SmpConduit;
 
@@ -149,7 +154,7 @@ pub trait Conduit {
 }
 
 /// Every conduit behind one type, dispatched statically by `match` so that
-/// hot paths inline (the `ipv6` variant joins later).
+/// hot paths inline.
 // One AnyConduit exists per process; its size does not matter, the
 // indirection a Box would add on every call does.
 #[allow(clippy::large_enum_variant)]
@@ -157,6 +162,8 @@ pub trait Conduit {
 pub enum AnyConduit {
     /// The shared-memory emulator.
     Smp(SmpConduit),
+    /// The UDP/IPv6 bridge.
+    Ipv6(Ipv6Conduit),
     /// A board (or devsim) reached through its BARs.
     Fpga(FpgaConduit),
 }
@@ -165,6 +172,7 @@ macro_rules! dispatch {
     ($self:expr, $c:ident => $e:expr) => {
         match $self {
             AnyConduit::Smp($c) => $e,
+            AnyConduit::Ipv6($c) => $e,
             AnyConduit::Fpga($c) => $e,
         }
     };
@@ -177,9 +185,7 @@ impl AnyConduit {
     pub fn attach(job: &JobEnv, segment_len: usize) -> Result<AnyConduit> {
         match job.conduit {
             ConduitKind::Smp => Ok(AnyConduit::Smp(SmpConduit::attach(job, segment_len)?)),
-            ConduitKind::Ipv6 => Err(ConduitError::Unsupported(
-                "the ipv6 conduit is not available in this build (use smp)",
-            )),
+            ConduitKind::Ipv6 => Ok(AnyConduit::Ipv6(Ipv6Conduit::attach(job, segment_len)?)),
             ConduitKind::Fpga => Ok(AnyConduit::Fpga(FpgaConduit::attach(job, segment_len)?)),
         }
     }
@@ -188,6 +194,7 @@ impl AnyConduit {
     pub fn kind(&self) -> ConduitKind {
         match self {
             AnyConduit::Smp(_) => ConduitKind::Smp,
+            AnyConduit::Ipv6(_) => ConduitKind::Ipv6,
             AnyConduit::Fpga(_) => ConduitKind::Fpga,
         }
     }

@@ -150,8 +150,8 @@ fn rma(sh: &Shmem) -> R {
         // which nobody writes until the barrier below.
         let v = unsafe { p.read_volatile() };
         check!(me, "ptr read", v, 1000 + me as u32);
-    } else if std::env::var("FSHMEM_CONDUIT").as_deref().unwrap_or("smp") == "smp" {
-        // Only smp maps peers' segments (spec/conduit.md §1.4).
+    } else if conduits_map_peers() {
+        // Only smp maps every peer's segment; ipv6 and fpga return None.
         check!(me, "ptr on smp", "none", "some");
     }
     sh.barrier_all()?;
@@ -510,5 +510,16 @@ fn main() {
     }
     if failed != 0 || total != Ok(0) {
         std::process::exit(1);
+    }
+}
+
+/// Whether this job runs on smp, the conduit that maps every peer's
+/// segment (the default, unless a launcher such as mpiexec or srun
+/// started the job, which selects ipv6).
+fn conduits_map_peers() -> bool {
+    let var = |k: &str| std::env::var(k).ok();
+    match var("FSHMEM_CONDUIT") {
+        Some(c) => c == "smp",
+        None => var("PMI_RANK").is_none() && var("SLURM_PROCID").is_none(),
     }
 }

@@ -11,6 +11,21 @@
 //! | `SHMEM_DEBUG` | `0` | print runtime decisions (segment layout, allocations) to stderr, and check that every allocation call is collective (same call, size and offset as PE 0; [`ShmemError::NotCollective`] otherwise). Set it alike on every PE |
 //! | `SHMEM_INFO` | `0` | PE 0 prints this table with the values in force at start-up |
 //! | `SHMEM_VERSION` | `0` | PE 0 prints the library and OpenSHMEM versions at start-up |
+//! | `FSHMEM_TEAMS_MAX` | `32` | team slots in the collective pool (world and shared included; at most 64) |
+//! | `FSHMEM_COLL_SCRATCH` | `32K` | scratch bytes per team slot and parity, the reduction/scan chunk budget |
+//! | `FSHMEM_BARRIER_ALGO` | `auto` | `auto`, `dissemination` or `tree` |
+//! | `FSHMEM_BARRIER_TREE_PES` | `64` | `auto` uses the tree barrier from this team size on |
+//! | `FSHMEM_BCAST_ALGO` | `auto` | `auto`, `binomial` or `scatter_allgather` |
+//! | `FSHMEM_BCAST_LARGE` | `16K` | `auto` broadcasts at least this many bytes by scatter+allgather (teams of 3 PEs or more) |
+//! | `FSHMEM_REDUCE_ALGO` | `auto` | `auto`, `recursive_doubling`, `rabenseifner` or `ring` |
+//! | `FSHMEM_REDUCE_LARGE` | `8K` | `auto` reduces at least this many bytes by Rabenseifner (power-of-two teams) or ring (others) |
+//! | `FSHMEM_FCOLLECT_ALGO` | `auto` | `auto`, `ring`, `bruck` or `recursive_doubling` |
+//! | `FSHMEM_FCOLLECT_LARGE` | `16K` | `auto` gathers a result of at least this many bytes by ring |
+//! | `FSHMEM_ALLTOALL_ALGO` | `auto` | `auto`, `pairwise` or `linear` |
+//! | `FSHMEM_ALLTOALL_PAIRWISE` | `4K` | `auto` exchanges blocks of at least this many bytes pairwise |
+//!
+//! The collective variables are described with the algorithms in
+//! [`crate::coll`].
 //!
 //! Booleans accept `1/0`, `y/n`, `yes/no`, `true/false`, `on/off` (any case);
 //! an empty value counts as unset.
@@ -51,6 +66,66 @@ pub const VARS: &[VarSpec] = &[
         default: "0",
         help: "PE 0 prints the library and OpenSHMEM versions at start-up",
     },
+    VarSpec {
+        name: "FSHMEM_TEAMS_MAX",
+        default: "32",
+        help: "team slots in the collective pool, world and shared included (1..=64)",
+    },
+    VarSpec {
+        name: "FSHMEM_COLL_SCRATCH",
+        default: "32K",
+        help: "collective scratch bytes per team and parity (reduction/scan chunk budget)",
+    },
+    VarSpec {
+        name: "FSHMEM_BARRIER_ALGO",
+        default: "auto",
+        help: "barrier/sync algorithm: auto, dissemination, tree",
+    },
+    VarSpec {
+        name: "FSHMEM_BARRIER_TREE_PES",
+        default: "64",
+        help: "auto: tree barrier for teams of at least this many PEs",
+    },
+    VarSpec {
+        name: "FSHMEM_BCAST_ALGO",
+        default: "auto",
+        help: "broadcast algorithm: auto, binomial, scatter_allgather",
+    },
+    VarSpec {
+        name: "FSHMEM_BCAST_LARGE",
+        default: "16K",
+        help: "auto: scatter+allgather from this many bytes (teams of 3+ PEs)",
+    },
+    VarSpec {
+        name: "FSHMEM_REDUCE_ALGO",
+        default: "auto",
+        help: "reduction algorithm: auto, recursive_doubling, rabenseifner, ring",
+    },
+    VarSpec {
+        name: "FSHMEM_REDUCE_LARGE",
+        default: "8K",
+        help: "auto: from this many bytes, rabenseifner (2^k PEs) or ring (others)",
+    },
+    VarSpec {
+        name: "FSHMEM_FCOLLECT_ALGO",
+        default: "auto",
+        help: "fcollect/collect algorithm: auto, ring, bruck, recursive_doubling",
+    },
+    VarSpec {
+        name: "FSHMEM_FCOLLECT_LARGE",
+        default: "16K",
+        help: "auto: ring from this many result bytes; below, recursive_doubling (2^k PEs) or bruck",
+    },
+    VarSpec {
+        name: "FSHMEM_ALLTOALL_ALGO",
+        default: "auto",
+        help: "alltoall(s) algorithm: auto, pairwise, linear",
+    },
+    VarSpec {
+        name: "FSHMEM_ALLTOALL_PAIRWISE",
+        default: "4K",
+        help: "auto: pairwise exchange for blocks of at least this many bytes",
+    },
 ];
 
 /// Default symmetric heap size: 64 MiB.
@@ -82,6 +157,182 @@ pub struct Config {
     pub info: bool,
     /// `SHMEM_VERSION`.
     pub version: bool,
+    /// The `FSHMEM_*` collective settings.
+    pub coll: CollConfig,
+}
+
+/// A collective's algorithm choice: automatic (by message size and team
+/// size, see [`crate::coll`]) or forced by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Algo<A> {
+    /// Chosen per call by the documented thresholds.
+    #[default]
+    Auto,
+    /// Always this algorithm.
+    Forced(A),
+}
+
+/// Barrier (and sync) algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarrierAlgo {
+    /// Dissemination: ceil(log2 n) rounds of one signal each.
+    Dissemination,
+    /// Gather up and release down a radix-4 tree: 2 log4 n steps, 2(n-1) signals.
+    Tree,
+}
+
+/// Broadcast algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BcastAlgo {
+    /// Binomial tree of whole-message puts.
+    Binomial,
+    /// Root scatters n blocks, then a ring allgather.
+    ScatterAllgather,
+}
+
+/// Reduction algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceAlgo {
+    /// Recursive doubling: log2 n rounds exchanging the whole vector.
+    RecursiveDoubling,
+    /// Rabenseifner: recursive-halving reduce-scatter, recursive-doubling allgather.
+    Rabenseifner,
+    /// Ring reduce-scatter then ring allgather: 2(n-1) steps of n-th blocks.
+    Ring,
+}
+
+/// Fcollect/collect algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FcollectAlgo {
+    /// n-1 steps passing blocks around a ring.
+    Ring,
+    /// Bruck: ceil(log2 n) rounds, any n.
+    Bruck,
+    /// Recursive doubling: log2 n rounds (power-of-two teams; others use Bruck).
+    RecursiveDoubling,
+}
+
+/// Alltoall(s) algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlltoallAlgo {
+    /// Step s sends to me+s and waits for me-s before the next step.
+    Pairwise,
+    /// All sends in the shifted order, then all waits.
+    Linear,
+}
+
+/// The collective settings (`FSHMEM_*` variables of [`VARS`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CollConfig {
+    /// `FSHMEM_TEAMS_MAX`.
+    pub teams_max: usize,
+    /// `FSHMEM_COLL_SCRATCH`.
+    pub scratch: usize,
+    /// `FSHMEM_BARRIER_ALGO`.
+    pub barrier: Algo<BarrierAlgo>,
+    /// `FSHMEM_BARRIER_TREE_PES`.
+    pub barrier_tree_pes: usize,
+    /// `FSHMEM_BCAST_ALGO`.
+    pub bcast: Algo<BcastAlgo>,
+    /// `FSHMEM_BCAST_LARGE`.
+    pub bcast_large: usize,
+    /// `FSHMEM_REDUCE_ALGO`.
+    pub reduce: Algo<ReduceAlgo>,
+    /// `FSHMEM_REDUCE_LARGE`.
+    pub reduce_large: usize,
+    /// `FSHMEM_FCOLLECT_ALGO`.
+    pub fcollect: Algo<FcollectAlgo>,
+    /// `FSHMEM_FCOLLECT_LARGE`.
+    pub fcollect_large: usize,
+    /// `FSHMEM_ALLTOALL_ALGO`.
+    pub alltoall: Algo<AlltoallAlgo>,
+    /// `FSHMEM_ALLTOALL_PAIRWISE`.
+    pub alltoall_pairwise: usize,
+}
+
+impl Default for CollConfig {
+    fn default() -> Self {
+        CollConfig {
+            teams_max: 32,
+            scratch: 32 << 10,
+            barrier: Algo::Auto,
+            barrier_tree_pes: 64,
+            bcast: Algo::Auto,
+            bcast_large: 16 << 10,
+            reduce: Algo::Auto,
+            reduce_large: 8 << 10,
+            fcollect: Algo::Auto,
+            fcollect_large: 16 << 10,
+            alltoall: Algo::Auto,
+            alltoall_pairwise: 4 << 10,
+        }
+    }
+}
+
+/// Parses an algorithm variable: `auto` or one of `names` (any case).
+fn parse_algo<A: Copy>(var: &'static str, value: &str, names: &[(&str, A)]) -> Result<Algo<A>> {
+    let v = value.trim().to_ascii_lowercase();
+    if v == "auto" {
+        return Ok(Algo::Auto);
+    }
+    names
+        .iter()
+        .find(|(n, _)| *n == v)
+        .map(|(_, a)| Algo::Forced(*a))
+        .ok_or_else(|| ShmemError::Config {
+            var,
+            value: value.to_string(),
+            expected: format!(
+                "auto or one of: {}",
+                names.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ),
+        })
+}
+
+fn algo_name<A: PartialEq + Copy>(a: Algo<A>, names: &[(&str, A)]) -> String {
+    match a {
+        Algo::Auto => "auto".to_string(),
+        Algo::Forced(x) => names
+            .iter()
+            .find(|(_, y)| *y == x)
+            .map_or("?", |(n, _)| n)
+            .to_string(),
+    }
+}
+
+const BARRIER_NAMES: &[(&str, BarrierAlgo)] = &[
+    ("dissemination", BarrierAlgo::Dissemination),
+    ("tree", BarrierAlgo::Tree),
+];
+const BCAST_NAMES: &[(&str, BcastAlgo)] = &[
+    ("binomial", BcastAlgo::Binomial),
+    ("scatter_allgather", BcastAlgo::ScatterAllgather),
+];
+const REDUCE_NAMES: &[(&str, ReduceAlgo)] = &[
+    ("recursive_doubling", ReduceAlgo::RecursiveDoubling),
+    ("rabenseifner", ReduceAlgo::Rabenseifner),
+    ("ring", ReduceAlgo::Ring),
+];
+const FCOLLECT_NAMES: &[(&str, FcollectAlgo)] = &[
+    ("ring", FcollectAlgo::Ring),
+    ("bruck", FcollectAlgo::Bruck),
+    ("recursive_doubling", FcollectAlgo::RecursiveDoubling),
+];
+const ALLTOALL_NAMES: &[(&str, AlltoallAlgo)] = &[
+    ("pairwise", AlltoallAlgo::Pairwise),
+    ("linear", AlltoallAlgo::Linear),
+];
+
+/// Parses a count variable within `lo..=hi`.
+fn parse_count(var: &'static str, value: &str, lo: usize, hi: usize) -> Result<usize> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(ShmemError::Config {
+            var,
+            value: value.to_string(),
+            expected: format!("an integer from {lo} to {hi}"),
+        }),
+    }
 }
 
 impl Default for Config {
@@ -91,6 +342,7 @@ impl Default for Config {
             debug: false,
             info: false,
             version: false,
+            coll: CollConfig::default(),
         }
     }
 }
@@ -118,6 +370,50 @@ impl Config {
         if let Some(v) = get("SHMEM_VERSION") {
             c.version = parse_bool("SHMEM_VERSION", &v)?;
         }
+        let k = &mut c.coll;
+        if let Some(v) = get("FSHMEM_TEAMS_MAX") {
+            k.teams_max = parse_count("FSHMEM_TEAMS_MAX", &v, 1, 64)?;
+        }
+        if let Some(v) = get("FSHMEM_COLL_SCRATCH") {
+            k.scratch = parse_size("FSHMEM_COLL_SCRATCH", &v)?;
+            if !(1024..=1 << 30).contains(&k.scratch) {
+                return Err(ShmemError::Config {
+                    var: "FSHMEM_COLL_SCRATCH",
+                    value: v,
+                    expected: "a size from 1K to 1G".to_string(),
+                });
+            }
+        }
+        if let Some(v) = get("FSHMEM_BARRIER_ALGO") {
+            k.barrier = parse_algo("FSHMEM_BARRIER_ALGO", &v, BARRIER_NAMES)?;
+        }
+        if let Some(v) = get("FSHMEM_BARRIER_TREE_PES") {
+            k.barrier_tree_pes = parse_count("FSHMEM_BARRIER_TREE_PES", &v, 1, usize::MAX)?;
+        }
+        if let Some(v) = get("FSHMEM_BCAST_ALGO") {
+            k.bcast = parse_algo("FSHMEM_BCAST_ALGO", &v, BCAST_NAMES)?;
+        }
+        if let Some(v) = get("FSHMEM_BCAST_LARGE") {
+            k.bcast_large = parse_size("FSHMEM_BCAST_LARGE", &v)?;
+        }
+        if let Some(v) = get("FSHMEM_REDUCE_ALGO") {
+            k.reduce = parse_algo("FSHMEM_REDUCE_ALGO", &v, REDUCE_NAMES)?;
+        }
+        if let Some(v) = get("FSHMEM_REDUCE_LARGE") {
+            k.reduce_large = parse_size("FSHMEM_REDUCE_LARGE", &v)?;
+        }
+        if let Some(v) = get("FSHMEM_FCOLLECT_ALGO") {
+            k.fcollect = parse_algo("FSHMEM_FCOLLECT_ALGO", &v, FCOLLECT_NAMES)?;
+        }
+        if let Some(v) = get("FSHMEM_FCOLLECT_LARGE") {
+            k.fcollect_large = parse_size("FSHMEM_FCOLLECT_LARGE", &v)?;
+        }
+        if let Some(v) = get("FSHMEM_ALLTOALL_ALGO") {
+            k.alltoall = parse_algo("FSHMEM_ALLTOALL_ALGO", &v, ALLTOALL_NAMES)?;
+        }
+        if let Some(v) = get("FSHMEM_ALLTOALL_PAIRWISE") {
+            k.alltoall_pairwise = parse_size("FSHMEM_ALLTOALL_PAIRWISE", &v)?;
+        }
         Ok(c)
     }
 
@@ -129,6 +425,18 @@ impl Config {
             "SHMEM_DEBUG" => Some(b(self.debug)),
             "SHMEM_INFO" => Some(b(self.info)),
             "SHMEM_VERSION" => Some(b(self.version)),
+            "FSHMEM_TEAMS_MAX" => Some(self.coll.teams_max.to_string()),
+            "FSHMEM_COLL_SCRATCH" => Some(format_size(self.coll.scratch)),
+            "FSHMEM_BARRIER_ALGO" => Some(algo_name(self.coll.barrier, BARRIER_NAMES)),
+            "FSHMEM_BARRIER_TREE_PES" => Some(self.coll.barrier_tree_pes.to_string()),
+            "FSHMEM_BCAST_ALGO" => Some(algo_name(self.coll.bcast, BCAST_NAMES)),
+            "FSHMEM_BCAST_LARGE" => Some(format_size(self.coll.bcast_large)),
+            "FSHMEM_REDUCE_ALGO" => Some(algo_name(self.coll.reduce, REDUCE_NAMES)),
+            "FSHMEM_REDUCE_LARGE" => Some(format_size(self.coll.reduce_large)),
+            "FSHMEM_FCOLLECT_ALGO" => Some(algo_name(self.coll.fcollect, FCOLLECT_NAMES)),
+            "FSHMEM_FCOLLECT_LARGE" => Some(format_size(self.coll.fcollect_large)),
+            "FSHMEM_ALLTOALL_ALGO" => Some(algo_name(self.coll.alltoall, ALLTOALL_NAMES)),
+            "FSHMEM_ALLTOALL_PAIRWISE" => Some(format_size(self.coll.alltoall_pairwise)),
             _ => None,
         }
     }
@@ -327,6 +635,34 @@ mod tests {
         }
         assert!(t.contains("3M"), "{t}");
         assert!(t.contains(LIBRARY_VERSION), "{t}");
+    }
+
+    #[test]
+    fn collective_variables() {
+        let c = Config::from_lookup(env(&[
+            ("FSHMEM_REDUCE_ALGO", "Ring"),
+            ("FSHMEM_BCAST_LARGE", "1M"),
+            ("FSHMEM_TEAMS_MAX", "8"),
+        ]))
+        .unwrap();
+        assert_eq!(c.coll.reduce, Algo::Forced(ReduceAlgo::Ring));
+        assert_eq!(c.coll.bcast_large, 1 << 20);
+        assert_eq!(c.coll.teams_max, 8);
+        assert_eq!(c.value_of("FSHMEM_REDUCE_ALGO").unwrap(), "ring");
+        for (var, bad) in [
+            ("FSHMEM_REDUCE_ALGO", "fast"),
+            ("FSHMEM_BARRIER_ALGO", "butterfly"),
+            ("FSHMEM_TEAMS_MAX", "65"),
+            ("FSHMEM_TEAMS_MAX", "0"),
+            ("FSHMEM_COLL_SCRATCH", "10"),
+            ("FSHMEM_FCOLLECT_LARGE", "x"),
+        ] {
+            let e = Config::from_lookup(env(&[(var, bad)])).unwrap_err();
+            assert!(e.to_string().starts_with(&format!("{var}=")), "{e}");
+        }
+        for v in VARS {
+            assert!(Config::default().value_of(v.name).is_some(), "{}", v.name);
+        }
     }
 
     #[test]

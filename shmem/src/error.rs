@@ -103,6 +103,27 @@ pub enum ShmemError {
         /// PE 0's (call code, bytes, heap offset).
         pe0: [u64; 3],
     },
+    /// An argument of a team, collective or context call is invalid (a
+    /// split outside the parent team, a root out of range, a destination too
+    /// short, a store on a `NOSTORE` context...).
+    Invalid {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The pool of team slots (`FSHMEM_TEAMS_MAX`) has no slot free on
+    /// every PE of the parent team.
+    TeamsExhausted {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// The pool size.
+        max: usize,
+    },
     /// The conduit failed.
     Conduit {
         /// The calling PE.
@@ -186,6 +207,12 @@ impl fmt::Display for ShmemError {
                 pe0[1],
                 call_name(pe0[0]),
                 pe0[2]
+            ),
+            ShmemError::Invalid { pe, call, reason } => write!(f, "PE {pe}: {call}: {reason}"),
+            ShmemError::TeamsExhausted { pe, call, max } => write!(
+                f,
+                "PE {pe}: {call}: no team slot free on every PE of the parent team \
+                 ({max} slots; destroy teams or raise FSHMEM_TEAMS_MAX)"
             ),
             ShmemError::Conduit { pe, call, source } => write!(f, "PE {pe}: {call}: {source}"),
         }

@@ -47,24 +47,40 @@
 //! | `shmem_barrier_all`, `shmem_sync_all` | [`Shmem::barrier_all`], [`Shmem::sync_all`] |
 //! | `shmem_global_exit` | [`Shmem::global_exit`], [`global_exit`] |
 //! | `shmem_ptr` | [`SymVec::ptr`] |
+//! | `shmem_init_thread`, `shmem_query_thread` | [`init_thread`], [`Shmem::query_thread`] (and the free [`query_thread`]) |
+//! | `SHMEM_TEAM_WORLD`, `SHMEM_TEAM_SHARED` | [`Shmem::team_world`], [`Shmem::team_shared`] |
+//! | `shmem_team_my_pe`, `_n_pes`, `_translate_pe`, `_get_config` | [`Team::my_pe`], [`Team::n_pes`], [`Team::translate_pe`], [`Team::get_config`] |
+//! | `shmem_team_split_strided`, `_split_2d`, `_destroy` | [`Team::split_strided`], [`Team::split_2d`], [`Team::destroy`] or drop |
+//! | `shmem_team_sync`, `shmem_sync`, `shmem_barrier` | [`Team::sync`], [`Team::barrier`] |
+//! | `shmem_broadcast`, `_collect`, `_fcollect`, `_alltoall`, `_alltoalls` | [`Team::broadcast`], [`Team::collect`], [`Team::fcollect`], [`Team::alltoall`], [`Team::alltoalls`] |
+//! | `shmem_<op>_reduce` | [`Team::reduce`] with an operator of [`coll::ops`], or [`Team::sum_reduce`] etc. |
+//! | `shmem_<op>_inscan`, `_exscan` (1.6) | [`Team::inscan`], [`Team::exscan`], [`Team::sum_inscan`], [`Team::sum_exscan`] |
+//! | `shmem_ctx_create`, `shmem_team_create_ctx`, `shmem_ctx_destroy` | [`Shmem::create_ctx`], [`Team::create_ctx`], drop of [`Ctx`] or [`Ctx::destroy`] |
+//! | `shmem_ctx_put`, `_get`, `_atomic_*`, `_quiet`, `_fence` | the methods of [`Ctx`] |
 //!
 //! Configuration comes from the environment: see [`config`].
 
 pub mod alloc;
+pub mod coll;
 pub mod config;
+pub mod ctx;
 pub mod error;
 pub mod nbi;
 pub mod pod;
 pub mod runtime;
 pub mod sym;
+pub mod team;
 pub mod wait;
 
+pub use coll::ops::{Complex32, Complex64};
 pub use conduits::SignalOp;
 pub use config::Config;
+pub use ctx::{Ctx, CtxOptions, ThreadLevel};
 pub use error::{Result, ShmemError};
 pub use nbi::NbiScope;
 pub use pod::{AmoElem, AmoInt, Pod};
 pub use sym::SymVec;
+pub use team::{Team, TeamConfig};
 pub use wait::Cmp;
 
 use conduits::Conduit;
@@ -115,7 +131,29 @@ pub fn init() -> Result<Shmem> {
 /// # Ok::<(), shmem::ShmemError>(())
 /// ```
 pub fn init_with(config: Config) -> Result<Shmem> {
-    let rt = Runtime::start(config)?;
+    init_full(config, ThreadLevel::Multiple)
+}
+
+/// `shmem_init_thread`: starts the runtime as [`init`] does, asking for
+/// thread level `requested`; returns the handle and the level provided,
+/// which is always `requested` (every level up to
+/// [`ThreadLevel::Multiple`] is supported; see [`ctx`]). [`init`] provides
+/// `Multiple`.
+///
+/// ```no_run
+/// use shmem::ThreadLevel;
+/// let (sh, provided) = shmem::init_thread(ThreadLevel::Serialized)?;
+/// assert_eq!(provided, ThreadLevel::Serialized);
+/// assert_eq!(shmem::query_thread()?, ThreadLevel::Serialized);
+/// # Ok::<(), shmem::ShmemError>(())
+/// ```
+pub fn init_thread(requested: ThreadLevel) -> Result<(Shmem, ThreadLevel)> {
+    let sh = init_full(Config::from_env()?, requested)?;
+    Ok((sh, requested))
+}
+
+fn init_full(config: Config, level: ThreadLevel) -> Result<Shmem> {
+    let rt = Runtime::start(config, level)?;
     Ok(Shmem {
         // SAFETY: `Runtime::start` returns a pointer from `Box::into_raw`.
         rt: unsafe { NonNull::new_unchecked(rt) },
@@ -293,6 +331,15 @@ pub fn my_pe() -> Result<usize> {
 /// ```
 pub fn n_pes() -> Result<usize> {
     with_runtime("shmem_n_pes", |rt| rt.n_pes())
+}
+
+/// `shmem_query_thread` on the global runtime.
+///
+/// ```
+/// assert!(shmem::query_thread().is_err()); // not initialized
+/// ```
+pub fn query_thread() -> Result<ThreadLevel> {
+    with_runtime("shmem_query_thread", |rt| rt.thread_level())
 }
 
 /// `shmem_barrier_all` on the global runtime.

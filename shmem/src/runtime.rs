@@ -16,22 +16,32 @@
 //! | offset | length | content |
 //! |---|---|---|
 //! | `0x0000` | 64 | header: magic, layout version, heap offset, heap size (local, for debuggers) |
-//! | `0x0040` | 256 | barrier flags: one `u64` counter per dissemination round (32 rounds) |
+//! | `0x0040` | 256 | reserved (layout 1's barrier counters; barriers now use the world team's pool slot) |
 //! | `0x0140` | 64 | `SHMEM_DEBUG` check that allocation calls are collective |
 //! | `0x0400` | 1 KiB | signal scratch for runtime-internal put-with-signal |
-//! | `0x1000` | 16 KiB | reserved: collective pSync pools (per team) |
+//! | `0x1000` | 16 KiB | reserved |
 //! | `0x5000` | 4 KiB | reserved: distributed locks |
 //! | `0x6000` | 40 KiB | reserved |
 //! | `0x10000` | `SHMEM_SYMMETRIC_SIZE` | user heap (see [`crate::alloc`]) |
+//! | [`layout::team_pool`] | `FSHMEM_TEAMS_MAX` x slot | the collective pool: one slot per team ([`crate::team`]) |
+//!
+//! A pool slot holds `8 * n_pes` bytes of message counters (one per
+//! sender, rounded up to 64 bytes), 64 bytes of auxiliary words, and two
+//! scratch areas of `FSHMEM_COLL_SCRATCH` bytes, rounded up to 4 KiB. The
+//! world team has slot 0, the shared team slot 1.
 //!
 //! Conduits hand out zero-filled segments; the counters start at zero.
 
 use crate::alloc::HeapAllocator;
+use crate::coll::Coll;
 use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION, format_size};
+use crate::ctx::ThreadLevel;
 use crate::error::{Result, ShmemError};
 use crate::pod::bytes_of_mut;
+use crate::team::{TeamConfig, TeamPool, TeamState};
 use conduits::wait::Backoff;
-use conduits::{AmoOp, AmoWidth, AnyConduit, Conduit, ConduitError, JobEnv};
+use conduits::{AmoWidth, AnyConduit, Conduit, ConduitError, JobEnv};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
@@ -42,11 +52,7 @@ pub mod layout {
     /// The header's magic word, "FSHMEMSG" little-endian.
     pub const MAGIC: u64 = u64::from_le_bytes(*b"FSHMEMSG");
     /// Version of this layout.
-    pub const VERSION: u64 = 1;
-    /// Dissemination-barrier flags: [`BARRIER_ROUNDS`] `u64` counters.
-    pub const BARRIER: usize = 0x0040;
-    /// Counters in the barrier area (enough for 2^32 PEs).
-    pub const BARRIER_ROUNDS: usize = 32;
+    pub const VERSION: u64 = 2;
     /// Three `u64` words with which `SHMEM_DEBUG` compares each PE's
     /// allocation call with PE 0's.
     pub const COLLECTIVE_CHECK: usize = 0x0140;
@@ -54,16 +60,18 @@ pub mod layout {
     pub const SIGNAL_SCRATCH: usize = 0x0400;
     /// Length of the signal scratch.
     pub const SIGNAL_SCRATCH_LEN: usize = 0x0400;
-    /// Reserved for collective pSync pools.
-    pub const PSYNC_POOL: usize = 0x1000;
-    /// Length of the pSync pool area.
-    pub const PSYNC_POOL_LEN: usize = 0x4000;
     /// Reserved for distributed locks.
     pub const LOCKS: usize = 0x5000;
     /// Length of the lock area.
     pub const LOCKS_LEN: usize = 0x1000;
     /// Start of the user heap; also the length of the internal region.
     pub const HEAP: usize = 0x10000;
+
+    /// Start of the collective pool for a heap of `heap_len` bytes: the
+    /// first 4 KiB boundary after the heap.
+    pub const fn team_pool(heap_len: usize) -> usize {
+        HEAP + heap_len.next_multiple_of(0x1000)
+    }
 }
 
 /// What the runtime runs on: every conduit, dispatched statically.
@@ -76,9 +84,10 @@ pub struct Runtime {
     n: usize,
     config: Config,
     heap: Mutex<HeapAllocator>,
-    /// Barriers this PE has entered (barrier_all, sync_all and the implicit
-    /// ones of allocation and finalization share it).
-    epoch: AtomicU64,
+    /// The team slots; the world team's collectives serve barrier_all,
+    /// sync_all and the implicit barriers of allocation and finalization.
+    pub(crate) pool: TeamPool,
+    thread_level: ThreadLevel,
 }
 
 const UNINIT: u8 = 0;
@@ -93,13 +102,13 @@ static USERS: AtomicUsize = AtomicUsize::new(0);
 impl Runtime {
     /// Starts the runtime: reads the configuration and the job, attaches
     /// the conduit, and publishes the state. Errors if already running.
-    pub(crate) fn start(config: Config) -> Result<*mut Runtime> {
+    pub(crate) fn start(config: Config, thread_level: ThreadLevel) -> Result<*mut Runtime> {
         match STATE.compare_exchange(UNINIT, STARTING, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {}
             Err(FINALIZED) => return Err(ShmemError::Finalized),
             Err(_) => return Err(ShmemError::AlreadyInitialized),
         }
-        match Self::build(config) {
+        match Self::build(config, thread_level) {
             Ok(rt) => {
                 let p = Box::into_raw(Box::new(rt));
                 GLOBAL.store(p, Ordering::SeqCst);
@@ -113,16 +122,27 @@ impl Runtime {
         }
     }
 
-    fn build(config: Config) -> Result<Runtime> {
+    fn build(config: Config, thread_level: ThreadLevel) -> Result<Runtime> {
         let boot = |e: ConduitError| ShmemError::conduit(0, "shmem_init", e);
         let job = JobEnv::from_env().map_err(boot)?;
         let heap_len = config.symmetric_size;
-        let segment_len = layout::HEAP
-            .checked_add(heap_len)
+        let scratch = config.coll.scratch;
+        if scratch < 16 * job.size {
+            return Err(ShmemError::Config {
+                var: "FSHMEM_COLL_SCRATCH",
+                value: scratch.to_string(),
+                expected: format!("at least 16 bytes per PE ({}) for this job", 16 * job.size),
+            });
+        }
+        let slots = config.coll.teams_max.max(2);
+        let (counters_len, slot_len) = TeamPool::layout(job.size, scratch);
+        let segment_len = (heap_len < isize::MAX as usize / 2)
+            .then(|| layout::team_pool(heap_len))
+            .and_then(|b| b.checked_add(slots.checked_mul(slot_len)?))
             .ok_or_else(|| ShmemError::Config {
                 var: "SHMEM_SYMMETRIC_SIZE",
                 value: heap_len.to_string(),
-                expected: "a size that leaves room for the runtime's 64 KiB".to_string(),
+                expected: "a size that leaves room for the runtime's regions".to_string(),
             })?;
         let me = job.rank;
         let conduit = AnyConduit::attach(&job, segment_len)
@@ -137,11 +157,33 @@ impl Runtime {
                 )),
             ));
         }
+        let (me, n) = (conduit.rank(), conduit.size());
+        let shared: Vec<usize> = (0..n)
+            .filter(|&pe| pe == me || conduit.peer_segment(pe).is_some())
+            .collect();
+        let shared_me = shared.iter().position(|&p| p == me).unwrap_or(0);
+        let cfg = TeamConfig::default();
+        let pool = TeamPool {
+            base: layout::team_pool(heap_len),
+            slot_len,
+            counters_len,
+            scratch,
+            slots,
+            free: Mutex::new(if slots == 64 {
+                !0b11
+            } else {
+                ((1u64 << slots) - 1) & !0b11
+            }),
+            creating: Mutex::new(()),
+            world: Arc::new(TeamState::new(0, (0..n).collect(), me, cfg, true)),
+            shared: Arc::new(TeamState::new(1, shared, shared_me, cfg, true)),
+        };
         let rt = Runtime {
-            me: conduit.rank(),
-            n: conduit.size(),
+            me,
+            n,
             heap: Mutex::new(HeapAllocator::new(heap_len)),
-            epoch: AtomicU64::new(0),
+            pool,
+            thread_level,
             config,
             conduit,
         };
@@ -217,6 +259,11 @@ impl Runtime {
         &self.config
     }
 
+    /// The thread level provided at start-up.
+    pub fn thread_level(&self) -> ThreadLevel {
+        self.thread_level
+    }
+
     /// Errors unless `pe` is in `0..n_pes`.
     #[inline(always)]
     pub(crate) fn check_pe(&self, pe: usize, call: &'static str) -> Result<()> {
@@ -275,30 +322,10 @@ impl Runtime {
         self.sync_all(call)
     }
 
-    /// `shmem_sync_all`: a dissemination barrier over all PEs on the
-    /// counters at [`layout::BARRIER`].
-    ///
-    /// In round `r` PE `i` adds 1 to counter `r` of PE `(i + 2^r) mod n`
-    /// and waits until its own counter `r` reaches the number of barriers
-    /// it has entered. Each counter has exactly one writer per barrier, and
-    /// no writer can be more than one barrier ahead (it cannot leave
-    /// barrier `e` before this PE arrives in it), so `>=` is exact.
+    /// `shmem_sync_all`: the world team's sync (dissemination or tree
+    /// barrier on its pool slot, see [`crate::coll`]).
     pub(crate) fn sync_all(&self, call: &'static str) -> Result<()> {
-        let epoch = self.epoch.fetch_add(1, Ordering::Relaxed) + 1;
-        let (me, n) = (self.me, self.n);
-        let mut dist = 1usize;
-        let mut round = 0usize;
-        while dist < n {
-            let to = (me + dist) % n;
-            let off = layout::BARRIER + 8 * round;
-            self.conduit
-                .atomic(to, off, AmoOp::Add, AmoWidth::W64, 1, 0)
-                .map_err(|e| self.err(call, e))?;
-            self.wait_word(off, AmoWidth::W64, call, |v| v >= epoch)?;
-            dist <<= 1;
-            round += 1;
-        }
-        Ok(())
+        Coll::new(self, &self.pool.world, call)?.sync()
     }
 
     /// Loads the `width`-wide word at segment offset `off` of this PE with

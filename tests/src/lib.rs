@@ -225,6 +225,42 @@ pub fn job<S: AsRef<std::ffi::OsStr>>(n: usize, prog: &Path, args: &[S], timeout
     Job { n, id, out }
 }
 
+/// A binary of this profile (`target/<profile>/<name>`, or under
+/// `examples/`), or `None` after printing why the caller skips it: the
+/// binary was not built in this checkout.
+pub fn optional_bin(name: &str) -> Option<PathBuf> {
+    let dir = profile_dir();
+    let found = [dir.join(name), dir.join("examples").join(name)]
+        .into_iter()
+        .find(|p| p.is_file());
+    if found.is_none() {
+        println!(
+            "skipping {name}: not built in {} (cargo build --release --workspace --bins --examples)",
+            dir.display()
+        );
+    }
+    found
+}
+
+/// As [`job`], on the ipv6 conduit (`oshrun --conduit ipv6`, loopback),
+/// with extra environment `env` for every PE.
+pub fn ipv6_job<S: AsRef<std::ffi::OsStr>>(
+    n: usize,
+    prog: &Path,
+    args: &[S],
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Job {
+    let id = unique_job_id("v6");
+    let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", "ipv6", "--job-id", &id]);
+    cmd.arg(prog).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run(&mut cmd, timeout);
+    Job { n, id, out }
+}
+
 /// Like [`job`], on the fpga conduit: `oshrun --conduit fpga` starts one
 /// devsim board per PE; checks that no board files (nor shared memory)
 /// are left behind.

@@ -7,6 +7,10 @@
 //! fails and stops the others, stops the job on SIGINT/SIGTERM/SIGHUP, and
 //! removes the job's shared memory however the job ends.
 //!
+//! With `--conduit ipv6` oshrun also runs the job's rendezvous bootstrap
+//! server on `[::1]` (an ephemeral port) and passes its address to every PE
+//! in `FSHMEM_BOOTSTRAP`; the PEs then talk UDP over IPv6 loopback.
+//!
 //! Signals are handled without handlers: oshrun blocks SIGINT, SIGTERM,
 //! SIGHUP and SIGCHLD before starting anything and collects them with
 //! `sigtimedwait`, so a signal can never be lost between two checks. The
@@ -14,6 +18,7 @@
 //! that a job never outlives a killed oshrun.
 
 use clap::{Parser, ValueEnum};
+use conduits::bootstrap::rendezvous::Server;
 use conduits::smp::remove_job_files;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -23,6 +28,8 @@ use std::time::{Duration, Instant};
 
 /// Most PEs oshrun starts.
 const MAX_PES: u32 = conduits::smp::MAX_PES as u32;
+/// How long the PEs of an ipv6 job have to reach the bootstrap server.
+const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long stopped PEs get between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_millis(400);
 
@@ -32,7 +39,9 @@ Environment set for every PE:
   FSHMEM_SIZE      the number of PEs, N
   FSHMEM_JOB_ID    the job id (names the job's shared memory,
                    /dev/shm/fshmem-<job>-*)
-  FSHMEM_CONDUIT   the conduit (smp or fpga)
+  FSHMEM_CONDUIT   the conduit (smp, ipv6 or fpga)
+  FSHMEM_BOOTSTRAP with --conduit ipv6: the [::1]:port of the rendezvous
+                   server oshrun runs for the job
   FSHMEM_FPGA_DEVICE  fpga: the PE's devsim board directory
                    (/dev/shm/fshmem-<job>-board<rank>/, removed at the end)
 
@@ -41,6 +50,7 @@ Environment read by the PEs (passed through unchanged):
   SHMEM_DEBUG           print debugging output when set to 1
   SHMEM_INFO            print the library's configuration at start-up
   SHMEM_VERSION         print the library version at start-up
+  FSHMEM_PEER_TIMEOUT   ipv6: silence before a peer is declared failed (10s)
   FSHMEM_FPGA_WINDOW    fpga: each devsim board's DDR window (default 1G)
 
 Exit status: 0 when every PE exits 0; otherwise the status of the first PE
@@ -50,14 +60,15 @@ others; 130 (143 for SIGTERM, 129 for SIGHUP) when oshrun is interrupted;
 
 Examples:
   oshrun -n 4 ./matmul
-  oshrun -np 8 --prefix ./hello --verbose";
+  oshrun -np 8 --prefix ./hello --verbose
+  oshrun -n 4 --conduit ipv6 ./matmul";
 
 /// Which transport the PEs use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum ConduitArg {
     /// Shared memory on this host (the default).
     Smp,
-    /// UDP/IPv6 bridge (not available yet).
+    /// UDP/IPv6 bridge, here over loopback ([::1]).
     Ipv6,
     /// FPGA boards: devsim boards started for the job, one per PE.
     Fpga,
@@ -90,7 +101,8 @@ struct Cli {
     )]
     np: u32,
 
-    /// Transport the PEs use (smp, or fpga on devsim boards).
+    /// Transport the PEs use: smp, ipv6 over [::1], or fpga on devsim
+    /// boards started for the job.
     #[arg(long, value_enum, default_value_t = ConduitArg::Smp)]
     conduit: ConduitArg,
 
@@ -190,13 +202,6 @@ struct Pe {
 }
 
 fn run(cli: Cli) -> Result<u8, String> {
-    if cli.conduit == ConduitArg::Ipv6 {
-        return Err(format!(
-            "the {:?} conduit is not available in this build; use --conduit smp",
-            cli.conduit
-        )
-        .to_lowercase());
-    }
     let n = cli.np as usize;
     let job_id = cli.job_id.clone().unwrap_or_else(default_job_id);
     let (program, args) = cli.command.split_first().expect("clap requires PROGRAM");
@@ -212,6 +217,22 @@ fn run(cli: Cli) -> Result<u8, String> {
 
     let signals = SignalSet::launcher();
     signals.block();
+    // The ipv6 job's rendezvous server; it ends by itself once every PE
+    // left (or one failed), and with oshrun in any case.
+    let rendezvous = match cli.conduit {
+        ConduitArg::Ipv6 => {
+            let any: std::net::SocketAddr = "[::1]:0".parse().expect("literal address");
+            let server = Server::start(any, n, BOOTSTRAP_TIMEOUT)
+                .map_err(|e| format!("cannot start the ipv6 bootstrap server on [::1]: {e}"))?;
+            Some(server)
+        }
+        _ => None,
+    };
+    let conduit_name = match cli.conduit {
+        ConduitArg::Ipv6 => "ipv6",
+        ConduitArg::Fpga => "fpga",
+        ConduitArg::Smp => "smp",
+    };
     let parent = std::process::id() as libc::pid_t;
 
     let mut pes: Vec<Pe> = Vec::with_capacity(n);
@@ -224,12 +245,12 @@ fn run(cli: Cli) -> Result<u8, String> {
             .env("FSHMEM_RANK", rank.to_string())
             .env("FSHMEM_SIZE", n.to_string())
             .env("FSHMEM_JOB_ID", &job_id)
-            .env(
-                "FSHMEM_CONDUIT",
-                format!("{:?}", cli.conduit).to_lowercase(),
-            );
+            .env("FSHMEM_CONDUIT", conduit_name);
         if let Some(b) = &boards {
             cmd.env("FSHMEM_FPGA_DEVICE", b.device(rank));
+        }
+        if let Some(server) = &rendezvous {
+            cmd.env("FSHMEM_BOOTSTRAP", server.addr().to_string());
         }
         if cli.prefix {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());

@@ -1,0 +1,40 @@
+//! Peer failure on the data path, run as
+//! `FSHMEM_PEER_TIMEOUT=1s oshrun -n N --conduit ipv6 ipv6_fail`: PE 1 stops
+//! itself (SIGSTOP: alive, silent) after the job assembled; PE 0 then gets
+//! from it and must fail within the timeout with an error naming PE 1,
+//! print it and exit 3, so the job ends non-zero instead of hanging.
+
+use conduits::{AnyConduit, Conduit, ConduitError, JobEnv};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let job = JobEnv::from_env().expect("job environment");
+    let c = AnyConduit::attach(&job, 1 << 16).expect("attach");
+    c.barrier().expect("first barrier");
+    match c.rank() {
+        1 => {
+            // SAFETY: raise only sends a signal to this process.
+            unsafe { libc::raise(libc::SIGSTOP) };
+        }
+        0 => {
+            std::thread::sleep(Duration::from_millis(100));
+            let t = Instant::now();
+            let mut buf = [0u8; 64];
+            let r = (0..1000).try_for_each(|_| c.get(1, 0, &mut buf));
+            match r {
+                Err(ConduitError::PeerFailed { pe, reason }) => {
+                    println!(
+                        "ipv6_fail: PE {pe} failed after {:.1} s: {reason}",
+                        t.elapsed().as_secs_f64()
+                    );
+                    std::process::exit(3);
+                }
+                other => {
+                    eprintln!("ipv6_fail: expected PE 1 to fail, got {other:?}");
+                    std::process::exit(1);
+                }
+            }
+        }
+        _ => std::thread::sleep(Duration::from_secs(60)),
+    }
+}

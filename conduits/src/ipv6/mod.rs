@@ -1,0 +1,966 @@
+//! The IPv6 bridge conduit: `spec/wire.md` packets in UDP over IPv6, so a
+//! job spans hosts (and host PEs and boards can share one Ethernet fabric,
+//! as DiAD does between FPGAs on a unique-local subnet).
+//!
+//! # Threads and queues
+//!
+//! Each PE has one **progress thread** that owns the UDP socket, the
+//! reference engine ([`gasnet_core::engine::Engine`]) over the local
+//! segment and the [`reliable`] transport below it. Application threads
+//! never touch the socket: they push commands into a mutex-protected inbox
+//! and wake the thread through an eventfd (only when it sleeps); they wait
+//! for results on a condition variable after a short spin. The thread
+//! serves remote puts, gets, atomics and active messages while the
+//! application computes, so one-sided operations complete without the
+//! target calling the library. It sleeps in `poll` on the socket and the
+//! eventfd, bounded by the transport's next deadline.
+//!
+//! # Operations
+//!
+//! - The segment is an anonymous mapping; [`Conduit::local_segment`] is its
+//!   base and [`Conduit::peer_segment`] is `Some` only for this PE.
+//!   Remote atomics are applied with CPU atomic instructions, so local
+//!   atomic loads (`wait_until`) see them.
+//! - Operations on this PE's own segment are done directly (copies and CPU
+//!   atomics), without the engine.
+//! - `put` copies the source into the command and returns (local
+//!   completion); `put_nbi` does the same. `get` and fetching atomics wait
+//!   for their value; `get_nbi` lands the bytes at `quiet`. A get whose
+//!   destination lies in the local segment uses Long replies written
+//!   straight into it; others use Medium replies.
+//! - `fence` costs nothing: the transport delivers in order per pair and
+//!   the engine issues in order. `quiet` waits until every command issued
+//!   before it has completed (for puts and atomics: acknowledged after the
+//!   target applied them) and reports the first error of a non-blocking one.
+//! - Active-message handlers run on the progress thread (the contract
+//!   allows it: handlers must not block); replies too.
+//! - `barrier` and `exchange` are the bootstrap's ([`crate::bootstrap`]),
+//!   `barrier` after a `quiet`.
+//!
+//! # Failure
+//!
+//! A peer that owes an acknowledgement or a response and sends nothing for
+//! `FSHMEM_PEER_TIMEOUT` (default 10 s) is reported: every later call fails
+//! with [`ConduitError::PeerFailed`] naming it, so the job ends non-zero
+//! instead of hanging. A PE that leaves the bootstrap without finalizing
+//! fails the other PEs' next barrier the same way. [`Conduit::global_exit`]
+//! sends a request to a conduit-private system handler ([`EXIT_HANDLER`])
+//! on every peer, whose progress thread then exits the process.
+//!
+//! # Environment
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `FSHMEM_BOOTSTRAP` | `host:port` of the rendezvous server (see [`crate::bootstrap`]) |
+//! | `FSHMEM_IPV6_ADDR` | the address to bind the data socket to |
+//! | `FSHMEM_IPV6_PREFIX` | or a prefix (e.g. `fd00:f5::/64`): bind to this host's address in it |
+//! | `FSHMEM_IPV6_MTU` | path MTU to assume (default: the route's, from the kernel) |
+//! | `FSHMEM_PEER_TIMEOUT` | silence before a needed peer is declared failed (`10s`, `500ms`) |
+//! | `FSHMEM_IPV6_IMPAIR` | test only: `loss=5,dup=1,reorder=10` percent of datagrams sent |
+//!
+//! Without `FSHMEM_IPV6_ADDR`/`_PREFIX` the data socket binds to the
+//! address this host uses to reach the rendezvous server, else to the
+//! first unique-local (`fd00::/8`) address of the host, else to `::1`.
+
+pub(crate) mod net;
+mod progress;
+pub mod reliable;
+mod segment;
+
+pub use progress::Impair;
+
+use crate::bootstrap::{self, Bootstrap};
+use crate::error::{ConduitError, Result, check_range};
+use crate::job::JobEnv;
+use crate::wait::Backoff;
+use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SignalOp};
+use gasnet_core::engine::{
+    Command, Completion, Config as EngineConfig, Engine, GetInto, PutSource,
+};
+use gasnet_core::{AmError, NodeId};
+use net::{Endpoint, EventFd};
+use progress::{NO_EXIT, Progress, Req};
+use segment::{SegMemory, Segment};
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV6, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The conduit-private system handler that ends the process with the
+/// status in its first argument ([`Conduit::global_exit`]).
+pub const EXIT_HANDLER: u8 = 62;
+
+/// Largest contribution to [`Conduit::exchange`] (`spec/conduit.md` §8).
+pub const EXCHANGE_MAX: usize = 1024;
+
+/// Default of `FSHMEM_PEER_TIMEOUT`.
+pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most commands an application may have in the progress thread's hands
+/// before it waits for some to complete (flow control).
+const MAX_PENDING: u64 = 8192;
+
+/// Parses a duration: seconds (`10`, `2.5`) or with a unit (`500ms`, `3s`).
+///
+/// ```
+/// use conduits::ipv6::parse_duration;
+/// use std::time::Duration;
+/// assert_eq!(parse_duration("X", "2").unwrap(), Duration::from_secs(2));
+/// assert_eq!(parse_duration("X", "250ms").unwrap(), Duration::from_millis(250));
+/// assert!(parse_duration("X", "soon").is_err());
+/// ```
+pub fn parse_duration(var: &str, v: &str) -> Result<Duration> {
+    let s = v.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (s, 1.0)
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x > 0.0 && *x < 1e9)
+        .map(|x| Duration::from_secs_f64(x * scale))
+        .ok_or_else(|| {
+            ConduitError::Bootstrap(format!(
+                "{var}={v:?} is not a duration (e.g. 10, 2.5s, 500ms)"
+            ))
+        })
+}
+
+/// Parses `loss=5,dup=1,reorder=10` (percentages).
+pub fn parse_impair(v: &str) -> Result<Impair> {
+    let mut f = Impair::default();
+    for part in v.split(',').filter(|p| !p.trim().is_empty()) {
+        let bad = || {
+            ConduitError::Bootstrap(format!(
+                "FSHMEM_IPV6_IMPAIR={v:?}: expected loss=P,dup=P,reorder=P (percent)"
+            ))
+        };
+        let (k, x) = part.split_once('=').ok_or_else(bad)?;
+        let x: f64 = x
+            .trim()
+            .trim_end_matches('%')
+            .parse()
+            .ok()
+            .filter(|x: &f64| (0.0..=50.0).contains(x))
+            .ok_or_else(bad)?;
+        match k.trim() {
+            "loss" => f.loss = x,
+            "dup" => f.dup = x,
+            "reorder" => f.reorder = x,
+            _ => return Err(bad()),
+        }
+    }
+    Ok(f)
+}
+
+/// What the application waits for on a command.
+pub(crate) enum Want {
+    /// The completion itself (blocking get, fetching atomic).
+    Value,
+    /// Nothing but its error, reported at quiet.
+    Nbi,
+    /// A non-blocking get: copy the data to `dst` at completion.
+    NbiGet { dst: SendPtr, len: usize },
+}
+
+/// A destination pointer moved to the progress thread.
+pub(crate) struct SendPtr(pub(crate) *mut u8);
+// SAFETY: get_nbi's contract makes the buffer the conduit's until quiet;
+// only the progress thread writes it meanwhile.
+unsafe impl Send for SendPtr {}
+
+/// A result posted to a waiting application thread.
+pub(crate) enum Outcome {
+    Done(Completion, Option<ConduitError>),
+    Registered(std::result::Result<(), AmError>),
+    Flushed,
+}
+
+/// State shared by the application threads and the progress thread.
+pub(crate) struct Shared {
+    pub(crate) inbox: Mutex<VecDeque<Req>>,
+    pub(crate) wake: EventFd,
+    pub(crate) sleeping: AtomicBool,
+    pub(crate) stop: AtomicBool,
+    pub(crate) issued: AtomicU64,
+    pub(crate) completed: AtomicU64,
+    done: Mutex<HashMap<u64, Outcome>>,
+    cv: Condvar,
+    waiters: AtomicUsize,
+    nbi_error: Mutex<Option<ConduitError>>,
+    failed: Mutex<Option<ConduitError>>,
+    failed_flag: AtomicBool,
+    pub(crate) exit_status: AtomicI64,
+}
+
+impl Shared {
+    pub(crate) fn post(&self, tag: u64, o: Outcome) {
+        self.done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tag, o);
+        self.cv.notify_all();
+    }
+
+    pub(crate) fn notify(&self) {
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _g = self.done.lock().unwrap_or_else(|e| e.into_inner());
+            self.cv.notify_all();
+        }
+    }
+
+    pub(crate) fn record_nbi_error(&self, e: ConduitError) {
+        self.nbi_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    }
+
+    pub(crate) fn fail(&self, e: ConduitError) {
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+        self.failed_flag.store(true, Ordering::Release);
+        let _g = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        self.cv.notify_all();
+    }
+
+    fn failure(&self) -> Option<ConduitError> {
+        if !self.failed_flag.load(Ordering::Acquire) {
+            return None;
+        }
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// A PE attached to an ipv6 job. `Send + Sync`: any thread may call it.
+pub struct Ipv6Conduit {
+    rank: usize,
+    size: usize,
+    segment_len: usize,
+    seg: Arc<Segment>,
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    boot: Mutex<Box<dyn Bootstrap>>,
+    next_tag: AtomicU64,
+    finalized: AtomicBool,
+    addr: SocketAddrV6,
+    peers: Vec<SocketAddrV6>,
+}
+
+impl std::fmt::Debug for Ipv6Conduit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ipv6Conduit")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("segment_len", &self.segment_len)
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+/// Settings of [`Ipv6Conduit::attach_with`], read from the environment by
+/// [`Ipv6Conduit::attach`].
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Address to bind the data socket to.
+    pub addr: Option<Ipv6Addr>,
+    /// Path MTU to assume towards every peer.
+    pub mtu: Option<usize>,
+    /// Silence before a needed peer is declared failed.
+    pub peer_timeout: Option<Duration>,
+    /// Test-only datagram impairment.
+    pub impair: Option<Impair>,
+}
+
+impl Settings {
+    /// Reads the `FSHMEM_IPV6_*` and `FSHMEM_PEER_TIMEOUT` variables.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings> {
+        let addr = match (get("FSHMEM_IPV6_ADDR"), get("FSHMEM_IPV6_PREFIX")) {
+            (Some(a), _) => Some(a.trim().parse::<Ipv6Addr>().map_err(|_| {
+                ConduitError::Bootstrap(format!("FSHMEM_IPV6_ADDR={a:?} is not an IPv6 address"))
+            })?),
+            (None, Some(p)) => Some(net::addr_in_prefix(p.trim())?),
+            (None, None) => None,
+        };
+        let mtu = match get("FSHMEM_IPV6_MTU") {
+            Some(v) => Some(
+                v.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|m| (1280..=65575).contains(m))
+                    .ok_or_else(|| {
+                        ConduitError::Bootstrap(format!(
+                            "FSHMEM_IPV6_MTU={v:?} must be a number in 1280..=65575"
+                        ))
+                    })?,
+            ),
+            None => None,
+        };
+        let peer_timeout = match get("FSHMEM_PEER_TIMEOUT") {
+            Some(v) => Some(parse_duration("FSHMEM_PEER_TIMEOUT", &v)?),
+            None => None,
+        };
+        let impair = match get("FSHMEM_IPV6_IMPAIR") {
+            Some(v) => Some(parse_impair(&v)?),
+            None => None,
+        };
+        Ok(Settings {
+            addr,
+            mtu,
+            peer_timeout,
+            impair,
+        })
+    }
+}
+
+impl Ipv6Conduit {
+    /// Joins job `job` with a segment of `segment_len` bytes, bootstrapping
+    /// from the environment (`FSHMEM_BOOTSTRAP`, PMI). Collective.
+    pub fn attach(job: &JobEnv, segment_len: usize) -> Result<Ipv6Conduit> {
+        let get = |k: &str| std::env::var(k).ok();
+        let settings = Settings::from_lookup(get)?;
+        let boot = bootstrap::from_env(job.rank, job.size, get)?;
+        Self::attach_with(job.rank, job.size, segment_len, boot, settings)
+    }
+
+    /// Joins through an explicit bootstrap. Collective.
+    pub fn attach_with(
+        rank: usize,
+        size: usize,
+        segment_len: usize,
+        mut boot: Box<dyn Bootstrap>,
+        settings: Settings,
+    ) -> Result<Ipv6Conduit> {
+        if size == 0 || size > gasnet_core::MAX_NODES || rank >= size {
+            return Err(ConduitError::Bootstrap(format!(
+                "ipv6: rank {rank} of {size} PEs is not valid"
+            )));
+        }
+        if boot.rank() != rank || boot.size() != size {
+            return Err(ConduitError::Bootstrap(format!(
+                "ipv6: the bootstrap ({}) says rank {} of {}, the job rank {rank} of {size}",
+                boot.describe(),
+                boot.rank(),
+                boot.size()
+            )));
+        }
+        let ip = settings.addr.unwrap_or_else(|| default_addr(boot.as_ref()));
+        let sock = UdpSocket::bind(SocketAddrV6::new(ip, 0, 0, 0)).map_err(|e| {
+            ConduitError::Bootstrap(format!(
+                "ipv6: PE {rank}: cannot bind a UDP socket on [{ip}]: {e}"
+            ))
+        })?;
+        net::size_buffers(&sock, 4 << 20);
+        sock.set_nonblocking(true)?;
+        let addr = match sock.local_addr()? {
+            SocketAddr::V6(a) => a,
+            SocketAddr::V4(_) => unreachable!("bound to an IPv6 address"),
+        };
+        let me = Endpoint {
+            wire_version: gasnet_core::wire::WIRE_VERSION,
+            segment_len: segment_len as u64,
+            addr,
+        };
+        let all = boot.allgather(&me.encode())?;
+        let mut peers = Vec::with_capacity(size);
+        for (pe, b) in all.iter().enumerate() {
+            let e = Endpoint::decode(pe, b)?;
+            if e.wire_version != me.wire_version {
+                return Err(ConduitError::Bootstrap(format!(
+                    "PE {pe} speaks wire version {}, PE {rank} version {}",
+                    e.wire_version, me.wire_version
+                )));
+            }
+            if e.segment_len != me.segment_len {
+                return Err(ConduitError::Bootstrap(format!(
+                    "PE {pe} has a {}-byte segment, PE {rank} {segment_len} bytes",
+                    e.segment_len
+                )));
+            }
+            peers.push(e.addr);
+        }
+        let datagrams: Vec<usize> = peers
+            .iter()
+            .enumerate()
+            .map(|(pe, p)| {
+                let mtu = if pe == rank {
+                    65536
+                } else {
+                    settings
+                        .mtu
+                        .or_else(|| net::path_mtu(ip, *p))
+                        .unwrap_or(1280)
+                };
+                (mtu - net::IP_UDP_HEADERS).min(gasnet_core::wire::MAX_UDP6_PAYLOAD)
+            })
+            .collect();
+        let seg = Segment::new(segment_len)?;
+        let mut engine = Engine::with_config(
+            rank as NodeId,
+            size,
+            SegMemory::new(seg.clone(), segment_len),
+            EngineConfig {
+                max_in_flight: 64,
+                queue_depth: 4096,
+            },
+        );
+        let shared = Arc::new(Shared {
+            inbox: Mutex::new(VecDeque::new()),
+            wake: EventFd::new()?,
+            sleeping: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            issued: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            done: Mutex::new(HashMap::new()),
+            cv: Condvar::new(),
+            waiters: AtomicUsize::new(0),
+            nbi_error: Mutex::new(None),
+            failed: Mutex::new(None),
+            failed_flag: AtomicBool::new(false),
+            exit_status: AtomicI64::new(NO_EXIT),
+        });
+        let sh = shared.clone();
+        engine
+            .handlers_mut()
+            .register_system(
+                EXIT_HANDLER,
+                Arc::new(move |_tok, m| {
+                    let status = m.args.first().copied().unwrap_or(1) as i32;
+                    sh.exit_status.store(status as i64, Ordering::Release);
+                }),
+            )
+            .map_err(ConduitError::Am)?;
+        let cfg = reliable::Config {
+            peer_timeout: settings.peer_timeout.unwrap_or(DEFAULT_PEER_TIMEOUT),
+            ..reliable::Config::default()
+        };
+        let transport = reliable::Transport::new(rank as NodeId, &datagrams, cfg, Instant::now());
+        let progress = Progress {
+            shared: shared.clone(),
+            engine,
+            transport,
+            sock,
+            peers: peers.clone(),
+            impair: settings.impair,
+            seed: 0x9e37_79b9_7f4a_7c15 ^ (rank as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1),
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("fshmem-progress-{rank}"))
+            .spawn(move || progress.run())?;
+        let c = Ipv6Conduit {
+            rank,
+            size,
+            segment_len,
+            seg,
+            shared,
+            thread: Mutex::new(Some(thread)),
+            boot: Mutex::new(boot),
+            next_tag: AtomicU64::new(1),
+            finalized: AtomicBool::new(false),
+            addr,
+            peers,
+        };
+        // Every progress thread runs before any traffic starts.
+        c.boot().barrier()?;
+        Ok(c)
+    }
+
+    /// The data socket's address.
+    pub fn addr(&self) -> SocketAddrV6 {
+        self.addr
+    }
+
+    /// Every PE's data socket address, by rank.
+    pub fn peer_addrs(&self) -> &[SocketAddrV6] {
+        &self.peers
+    }
+
+    fn boot(&self) -> std::sync::MutexGuard<'_, Box<dyn Bootstrap>> {
+        self.boot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a system handler (`1..FIRST_USER`), for the runtime layers
+    /// above the conduit.
+    pub fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        self.register(index, f, true)
+    }
+
+    fn register(&self, index: u8, f: HandlerFn, system: bool) -> Result<()> {
+        let tag = self.tag();
+        self.push(Req::Register {
+            tag,
+            index,
+            f,
+            system,
+        });
+        match self.wait_tag(tag)? {
+            Outcome::Registered(r) => r.map_err(ConduitError::Am),
+            _ => Err(ConduitError::Io("unexpected outcome".into())),
+        }
+    }
+
+    /// Leaves the job: `quiet`, a barrier with every PE, then the progress
+    /// thread stops. Collective; calling it again does nothing.
+    pub fn finalize(&self) -> Result<()> {
+        if self.finalized.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.barrier()?;
+        self.finalized.store(true, Ordering::Release);
+        self.stop_thread();
+        self.boot().finalize()
+    }
+
+    fn stop_thread(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake.signal();
+        let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = t {
+            let _ = t.join();
+        }
+    }
+
+    fn tag(&self) -> u64 {
+        self.next_tag.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn check_failed(&self) -> Result<()> {
+        match self.shared.failure() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn push(&self, r: Req) {
+        self.shared
+            .inbox
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(r);
+        if self.shared.sleeping.load(Ordering::SeqCst) {
+            self.shared.wake.signal();
+        }
+    }
+
+    /// Hands `cmd` to the progress thread; returns its tag.
+    fn submit(&self, cmd: Command, want: Want) -> Result<u64> {
+        self.check_failed()?;
+        if self.finalized.load(Ordering::Acquire) {
+            return Err(ConduitError::Unsupported("ipv6: the conduit was finalized"));
+        }
+        let issued = self.shared.issued.load(Ordering::Acquire);
+        if issued.saturating_sub(self.shared.completed.load(Ordering::Acquire)) >= MAX_PENDING {
+            self.wait_until(|s| {
+                issued.saturating_sub(s.completed.load(Ordering::Acquire)) < MAX_PENDING / 2
+            })?;
+        }
+        let tag = self.tag();
+        self.shared.issued.fetch_add(1, Ordering::AcqRel);
+        self.push(Req::Cmd { tag, cmd, want });
+        Ok(tag)
+    }
+
+    /// Waits (spin, then sleep on the condition variable) until `cond`.
+    fn wait_until(&self, cond: impl Fn(&Shared) -> bool) -> Result<()> {
+        let s = &*self.shared;
+        let mut b = Backoff::new();
+        while !b.is_yielding() {
+            if cond(s) {
+                return Ok(());
+            }
+            self.check_failed()?;
+            b.snooze();
+        }
+        let mut g = s.done.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if cond(s) {
+                return Ok(());
+            }
+            self.check_failed()?;
+            s.waiters.fetch_add(1, Ordering::SeqCst);
+            if cond(s) {
+                s.waiters.fetch_sub(1, Ordering::SeqCst);
+                return Ok(());
+            }
+            g =
+                s.cv.wait_timeout(g, Duration::from_millis(20))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            s.waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn wait_tag(&self, tag: u64) -> Result<Outcome> {
+        let s = &*self.shared;
+        let mut b = Backoff::new();
+        loop {
+            {
+                let mut g = s.done.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(o) = g.remove(&tag) {
+                    return Ok(o);
+                }
+                if b.is_yielding() {
+                    self.check_failed()?;
+                    s.waiters.fetch_add(1, Ordering::SeqCst);
+                    let mut g =
+                        s.cv.wait_timeout(g, Duration::from_millis(20))
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                    s.waiters.fetch_sub(1, Ordering::SeqCst);
+                    if let Some(o) = g.remove(&tag) {
+                        return Ok(o);
+                    }
+                    continue;
+                }
+            }
+            self.check_failed()?;
+            b.snooze();
+        }
+    }
+
+    fn wait_value(&self, tag: u64) -> Result<Completion> {
+        match self.wait_tag(tag)? {
+            Outcome::Done(c, None) => Ok(c),
+            Outcome::Done(_, Some(e)) => Err(e),
+            _ => Err(ConduitError::Io("unexpected outcome".into())),
+        }
+    }
+
+    fn local(&self, offset: usize) -> *mut u8 {
+        self.seg.base().wrapping_add(offset)
+    }
+
+    /// The local-segment offset of `p..p+len`, if it lies inside it.
+    fn in_segment(&self, p: *const u8, len: usize) -> Option<u64> {
+        let base = self.seg.base() as usize;
+        let a = p as usize;
+        (a >= base && a.checked_add(len)? <= base + self.segment_len).then(|| (a - base) as u64)
+    }
+
+    fn check_amo(&self, pe: usize, offset: usize, width: AmoWidth) -> Result<()> {
+        let align = width.bytes();
+        check_range(pe, self.size, offset, align, self.segment_len)?;
+        if offset % align != 0 {
+            return Err(ConduitError::Misaligned { pe, offset, align });
+        }
+        Ok(())
+    }
+
+    /// Sends a request to every peer's exit handler, waits briefly for
+    /// them to be acknowledged, and exits.
+    fn broadcast_exit(&self, status: i32) {
+        for pe in (0..self.size).filter(|&p| p != self.rank) {
+            let cmd = Command::AmRequest {
+                dst: pe as NodeId,
+                category: Category::Short,
+                handler: EXIT_HANDLER,
+                args: vec![status as u32],
+                payload: Vec::new(),
+                offset: 0,
+            };
+            let tag = self.tag();
+            self.push(Req::Cmd {
+                tag,
+                cmd,
+                want: Want::Nbi,
+            });
+        }
+        let tag = self.tag();
+        self.push(Req::Flush { tag });
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if self
+                .shared
+                .done
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(&tag)
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+fn default_addr(boot: &dyn Bootstrap) -> Ipv6Addr {
+    if let Some(SocketAddr::V6(a)) = boot.local_addr() {
+        let ip = *a.ip();
+        if !ip.is_unspecified() && ip.to_ipv4_mapped().is_none() {
+            return ip;
+        }
+    }
+    if let Some(IpAddr::V6(_)) = boot.local_addr().map(|a| a.ip()) {
+        // An IPv4-mapped path: fall through to the host's own addresses.
+    }
+    net::local_ipv6_addrs()
+        .into_iter()
+        .find(net::is_unique_local)
+        .unwrap_or(Ipv6Addr::LOCALHOST)
+}
+
+impl Conduit for Ipv6Conduit {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn segment_len(&self) -> usize {
+        self.segment_len
+    }
+
+    fn local_segment(&self) -> *mut u8 {
+        self.seg.base()
+    }
+
+    fn peer_segment(&self, pe: usize) -> Option<*mut u8> {
+        (pe == self.rank).then(|| self.seg.base())
+    }
+
+    fn put(&self, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the destination lies in our segment (checked); copy
+            // tolerates overlap with `src`.
+            unsafe { std::ptr::copy(src.as_ptr(), self.local(offset), src.len()) };
+            return self.check_failed();
+        }
+        if src.is_empty() {
+            return self.check_failed();
+        }
+        let cmd = Command::Put {
+            dst: pe as NodeId,
+            offset: offset as u64,
+            source: PutSource::Bytes(src.to_vec()),
+        };
+        self.submit(cmd, Want::Nbi).map(|_| ())
+    }
+
+    unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+        // SAFETY: the caller guarantees `src` is valid for `len` bytes; the
+        // bytes are copied before this returns.
+        let s = unsafe { std::slice::from_raw_parts(src, len) };
+        self.put(pe, offset, s)
+    }
+
+    fn get(&self, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the source lies in our segment (checked).
+            unsafe { std::ptr::copy(self.local(offset), dst.as_mut_ptr(), dst.len()) };
+            return self.check_failed();
+        }
+        if dst.is_empty() {
+            return self.check_failed();
+        }
+        let into = match self.in_segment(dst.as_ptr(), dst.len()) {
+            Some(at) => GetInto::Segment(at),
+            None => GetInto::Buffer,
+        };
+        let cmd = Command::Get {
+            dst: pe as NodeId,
+            offset: offset as u64,
+            len: dst.len() as u64,
+            into,
+        };
+        let tag = self.submit(cmd, Want::Value)?;
+        let c = self.wait_value(tag)?;
+        if into == GetInto::Buffer {
+            dst.copy_from_slice(&c.data[..dst.len()]);
+        }
+        Ok(())
+    }
+
+    unsafe fn get_nbi(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+        check_range(pe, self.size, offset, len, self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the source lies in our segment (checked); the caller
+            // guarantees `dst` is valid for `len` bytes.
+            unsafe { std::ptr::copy(self.local(offset), dst, len) };
+            return self.check_failed();
+        }
+        if len == 0 {
+            return self.check_failed();
+        }
+        let (into, want) = match self.in_segment(dst, len) {
+            Some(at) => (GetInto::Segment(at), Want::Nbi),
+            None => (
+                GetInto::Buffer,
+                Want::NbiGet {
+                    dst: SendPtr(dst),
+                    len,
+                },
+            ),
+        };
+        let cmd = Command::Get {
+            dst: pe as NodeId,
+            offset: offset as u64,
+            len: len as u64,
+            into,
+        };
+        self.submit(cmd, want).map(|_| ())
+    }
+
+    fn atomic(
+        &self,
+        pe: usize,
+        offset: usize,
+        op: AmoOp,
+        width: AmoWidth,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64> {
+        self.check_amo(pe, offset, width)?;
+        if pe == self.rank {
+            // SAFETY: in range and aligned (checked); the segment is page
+            // aligned.
+            let old =
+                unsafe { segment::atomic_at(self.local(offset), op, width, operand, compare) };
+            self.check_failed()?;
+            return Ok(old & width.mask());
+        }
+        let cmd = Command::Amo {
+            dst: pe as NodeId,
+            op,
+            width,
+            offset: offset as u64,
+            operand,
+            compare,
+        };
+        if !op.fetches() {
+            self.submit(cmd, Want::Nbi)?;
+            return Ok(0);
+        }
+        let tag = self.submit(cmd, Want::Value)?;
+        Ok(self.wait_value(tag)?.value)
+    }
+
+    fn put_signal(
+        &self,
+        pe: usize,
+        offset: usize,
+        src: &[u8],
+        sig_offset: usize,
+        sig_op: SignalOp,
+        sig_value: u64,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
+        self.check_amo(pe, sig_offset, AmoWidth::W64)?;
+        let op = match sig_op {
+            SignalOp::Set => AmoOp::Set,
+            SignalOp::Add => AmoOp::Add,
+        };
+        if pe == self.rank {
+            self.put(pe, offset, src)?;
+            std::sync::atomic::fence(Ordering::Release);
+            self.atomic(pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
+            return Ok(());
+        }
+        // Issued in order to one target and delivered in order: the data is
+        // applied before the signal.
+        self.put(pe, offset, src)?;
+        self.atomic(pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
+        Ok(())
+    }
+
+    fn fence(&self) -> Result<()> {
+        self.check_failed()
+    }
+
+    fn quiet(&self) -> Result<()> {
+        let target = self.shared.issued.load(Ordering::Acquire);
+        self.wait_until(|s| s.completed.load(Ordering::Acquire) >= target)?;
+        match self
+            .shared
+            .nbi_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn am_request(
+        &self,
+        pe: usize,
+        category: Category,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<()> {
+        if pe >= self.size {
+            return Err(ConduitError::PeOutOfRange {
+                pe,
+                size: self.size,
+            });
+        }
+        gasnet_core::am::check_shape(category, args.len(), payload.len())?;
+        if category == Category::Long {
+            check_range(pe, self.size, offset, payload.len(), self.segment_len)?;
+        }
+        let cmd = Command::AmRequest {
+            dst: pe as NodeId,
+            category,
+            handler,
+            args: args.to_vec(),
+            payload: payload.to_vec(),
+            offset: offset as u64,
+        };
+        self.submit(cmd, Want::Nbi).map(|_| ())
+    }
+
+    fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        self.register(index, f, false)
+    }
+
+    fn poll(&self) -> Result<()> {
+        self.check_failed()
+    }
+
+    fn barrier(&self) -> Result<()> {
+        self.quiet()?;
+        self.boot().barrier()?;
+        self.check_failed()
+    }
+
+    fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        if mine.len() > EXCHANGE_MAX {
+            return Err(ConduitError::Bootstrap(format!(
+                "exchange contribution of {} bytes exceeds {EXCHANGE_MAX}",
+                mine.len()
+            )));
+        }
+        self.boot().allgather(mine)
+    }
+
+    fn global_exit(&self, status: i32) -> ! {
+        self.broadcast_exit(status);
+        std::process::exit(status)
+    }
+}
+
+impl Drop for Ipv6Conduit {
+    fn drop(&mut self) {
+        self.stop_thread();
+    }
+}
+
+#[cfg(test)]
+mod tests;

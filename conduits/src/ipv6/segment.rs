@@ -1,0 +1,178 @@
+//! The local segment of an ipv6 PE: an anonymous private mapping that the
+//! application loads and stores directly and the progress thread's engine
+//! serves remote puts, gets and atomics from.
+
+use crate::error::{ConduitError, Result};
+use gasnet_core::engine::{MemError, Memory, check_range};
+use gasnet_core::{AmoOp, AmoWidth};
+use memmap2::MmapMut;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// The mapping, shared by the conduit (the application's view) and the
+/// engine (the progress thread's view). Zero-filled at creation.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    map: MmapMut,
+}
+
+impl Segment {
+    /// Maps `len` zero bytes (at least one page, so the base is page
+    /// aligned even for an empty segment).
+    pub(crate) fn new(len: usize) -> Result<Arc<Segment>> {
+        let map = MmapMut::map_anon(len.max(1))
+            .map_err(|e| ConduitError::Io(format!("mapping a {len}-byte segment: {e}")))?;
+        Ok(Arc::new(Segment { map }))
+    }
+
+    /// Base address.
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.map.as_ptr() as *mut u8
+    }
+}
+
+/// Applies `op` to the word at `p` with a CPU atomic instruction; returns
+/// the old value.
+///
+/// # Safety
+/// `p` must be valid for reads and writes of `width` bytes and aligned to
+/// `width`.
+pub(crate) unsafe fn atomic_at(
+    p: *mut u8,
+    op: AmoOp,
+    width: AmoWidth,
+    operand: u64,
+    compare: u64,
+) -> u64 {
+    macro_rules! on {
+        ($atomic:ty, $t:ty) => {{
+            // SAFETY: the caller guarantees validity and alignment.
+            let a = unsafe { <$atomic>::from_ptr(p as *mut $t) };
+            let v = operand as $t;
+            let ord = Ordering::AcqRel;
+            (match op {
+                AmoOp::Fetch => a.load(Ordering::Acquire),
+                AmoOp::Set => {
+                    a.store(v, Ordering::Release);
+                    0
+                }
+                AmoOp::Swap => a.swap(v, ord),
+                AmoOp::CompareSwap => {
+                    match a.compare_exchange(compare as $t, v, ord, Ordering::Acquire) {
+                        Ok(x) | Err(x) => x,
+                    }
+                }
+                AmoOp::FetchAdd | AmoOp::Add => a.fetch_add(v, ord),
+                AmoOp::FetchAnd | AmoOp::And => a.fetch_and(v, ord),
+                AmoOp::FetchOr | AmoOp::Or => a.fetch_or(v, ord),
+                AmoOp::FetchXor | AmoOp::Xor => a.fetch_xor(v, ord),
+            }) as u64
+        }};
+    }
+    match width {
+        AmoWidth::W32 => on!(AtomicU32, u32),
+        AmoWidth::W64 => on!(AtomicU64, u64),
+    }
+}
+
+/// The engine's view of the segment. Atomics are CPU atomics, so the
+/// application's atomic loads of its own words (`wait_until`) observe them
+/// and its own local atomics are atomic with respect to remote ones.
+#[derive(Debug)]
+pub(crate) struct SegMemory {
+    seg: Arc<Segment>,
+    len: usize,
+}
+
+impl SegMemory {
+    pub(crate) fn new(seg: Arc<Segment>, len: usize) -> SegMemory {
+        SegMemory { seg, len }
+    }
+}
+
+impl Memory for SegMemory {
+    fn len(&self) -> u64 {
+        self.len as u64
+    }
+
+    fn read(&self, offset: u64, buf: &mut [u8]) -> std::result::Result<(), MemError> {
+        check_range(self.len as u64, offset, buf.len() as u64)?;
+        // SAFETY: the range lies inside the mapping (checked); the
+        // application may write it concurrently, which OpenSHMEM leaves
+        // undefined in value but which cannot fault.
+        unsafe {
+            std::ptr::copy(
+                self.seg.base().add(offset as usize),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        Ok(())
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) -> std::result::Result<(), MemError> {
+        check_range(self.len as u64, offset, data.len() as u64)?;
+        // SAFETY: as in `read`; `ptr::copy` tolerates overlap.
+        unsafe {
+            std::ptr::copy(
+                data.as_ptr(),
+                self.seg.base().add(offset as usize),
+                data.len(),
+            )
+        };
+        Ok(())
+    }
+
+    fn atomic(
+        &mut self,
+        op: AmoOp,
+        width: AmoWidth,
+        offset: u64,
+        operand: u64,
+        compare: u64,
+    ) -> std::result::Result<u64, MemError> {
+        let n = width.bytes();
+        if offset % n as u64 != 0 {
+            return Err(MemError::Misaligned { offset, align: n });
+        }
+        check_range(self.len as u64, offset, n as u64)?;
+        // SAFETY: in range and aligned (checked above); the mapping is page
+        // aligned so segment alignment is address alignment.
+        let old = unsafe {
+            atomic_at(
+                self.seg.base().add(offset as usize),
+                op,
+                width,
+                operand,
+                compare,
+            )
+        };
+        Ok(old & width.mask())
+    }
+}
+
+// SAFETY: the mapping is owned by the Arc and never moves; concurrent access
+// is by copies and atomic instructions only (see the impls above).
+unsafe impl Send for Segment {}
+// SAFETY: as for Send.
+unsafe impl Sync for Segment {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_checks_and_atomics() {
+        let seg = Segment::new(64).unwrap();
+        let mut m = SegMemory::new(seg.clone(), 64);
+        m.write(8, &5u64.to_le_bytes()).unwrap();
+        assert_eq!(m.atomic(AmoOp::FetchAdd, AmoWidth::W64, 8, 2, 0), Ok(5));
+        assert_eq!(m.atomic(AmoOp::Fetch, AmoWidth::W32, 8, 0, 0), Ok(7));
+        assert!(m.atomic(AmoOp::Add, AmoWidth::W64, 4, 1, 0).is_err());
+        assert!(m.atomic(AmoOp::Add, AmoWidth::W64, 64, 1, 0).is_err());
+        assert!(m.write(60, &[0; 8]).is_err());
+        let mut b = [0u8; 8];
+        m.read(8, &mut b).unwrap();
+        assert_eq!(u64::from_le_bytes(b), 7);
+    }
+}

@@ -1,0 +1,519 @@
+//! Communication contexts and thread levels (OpenSHMEM 1.5).
+//!
+//! A [`Ctx`] is a stream of puts, gets and atomics with its own `quiet` and
+//! `fence`. It is created on the world team ([`Shmem::create_ctx`]) or on
+//! any team ([`Team::create_ctx`]), whose numbering its PE arguments use,
+//! and destroyed (after a quiet) when dropped.
+//!
+//! Options ([`CtxOptions`]):
+//! - `SERIALIZED`: the program promises not to use the context from two
+//!   threads at once;
+//! - `PRIVATE`: only the creating thread uses it — enforced: a call from
+//!   another thread is an error;
+//! - `NOSTORE`: no puts or non-fetching atomics — enforced: they are errors,
+//!   and `quiet`/`fence` have nothing to complete.
+//!
+//! A context tracks whether it has issued anything that `quiet` must
+//! complete; a context with nothing pending quiets for free. The conduit
+//! contract knows no contexts, so a context's `quiet` completes every
+//! operation of the PE (stronger than needed, never weaker): on `smp` it is
+//! a memory fence, on `ipv6`/`fpga` it waits for the PE's outstanding
+//! acknowledgements.
+//!
+//! # Threads
+//!
+//! [`crate::init_thread`] asks for a [`ThreadLevel`]; every level up to
+//! `MULTIPLE` is provided. At `MULTIPLE` any thread may call any routine:
+//! the conduit's operations are thread-safe, the heap and each team's
+//! collective state are behind locks. Collectives on one team must still
+//! be called by one thread at a time per PE (OpenSHMEM's rule; concurrent
+//! calls are serialized, not interleaved).
+//!
+//! ```no_run
+//! use shmem::{CtxOptions, ThreadLevel};
+//! let (sh, provided) = shmem::init_thread(ThreadLevel::Multiple)?;
+//! assert_eq!(provided, ThreadLevel::Multiple);
+//! let x = sh.calloc::<u64>(4)?;
+//! std::thread::scope(|s| {
+//!     for t in 0..4 {
+//!         let (sh, x) = (&sh, &x);
+//!         s.spawn(move || -> Result<(), shmem::ShmemError> {
+//!             let ctx = sh.create_ctx(CtxOptions::PRIVATE)?;
+//!             ctx.atomic_add(&x, t, 1, 0)?;
+//!             ctx.quiet()
+//!         });
+//!     }
+//! });
+//! sh.barrier_all()?;
+//! # Ok::<(), shmem::ShmemError>(())
+//! ```
+
+use crate::Shmem;
+use crate::error::{Result, ShmemError};
+use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
+use crate::runtime::Runtime;
+use crate::sym::SymVec;
+use crate::team::{Team, TeamState};
+use conduits::{AmoOp, Conduit};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::ThreadId;
+
+/// The thread-safety level of the runtime (`SHMEM_THREAD_*`), ordered from
+/// least to most permissive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ThreadLevel {
+    /// One thread in the process (`SHMEM_THREAD_SINGLE`).
+    Single,
+    /// Only the initializing thread calls the runtime (`SHMEM_THREAD_FUNNELED`).
+    Funneled,
+    /// Any thread, one at a time (`SHMEM_THREAD_SERIALIZED`).
+    Serialized,
+    /// Any thread, concurrently (`SHMEM_THREAD_MULTIPLE`).
+    Multiple,
+}
+
+/// Context options (`SHMEM_CTX_*`), combined with `|`.
+///
+/// ```
+/// use shmem::CtxOptions;
+/// let o = CtxOptions::PRIVATE | CtxOptions::NOSTORE;
+/// assert!(o.contains(CtxOptions::NOSTORE) && !o.contains(CtxOptions::SERIALIZED));
+/// assert_eq!(CtxOptions::from_bits(o.bits()), Some(o));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CtxOptions(u32);
+
+impl CtxOptions {
+    /// No options.
+    pub const NONE: CtxOptions = CtxOptions(0);
+    /// `SHMEM_CTX_SERIALIZED`.
+    pub const SERIALIZED: CtxOptions = CtxOptions(1);
+    /// `SHMEM_CTX_PRIVATE`.
+    pub const PRIVATE: CtxOptions = CtxOptions(2);
+    /// `SHMEM_CTX_NOSTORE`.
+    pub const NOSTORE: CtxOptions = CtxOptions(4);
+
+    /// The bits (as `shmem.h` will define them).
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// The options with these bits, or `None` for unknown bits.
+    pub const fn from_bits(bits: u32) -> Option<CtxOptions> {
+        if bits & !7 == 0 {
+            Some(CtxOptions(bits))
+        } else {
+            None
+        }
+    }
+
+    /// Whether every option of `other` is set.
+    pub const fn contains(self, other: CtxOptions) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for CtxOptions {
+    type Output = CtxOptions;
+    fn bitor(self, rhs: CtxOptions) -> CtxOptions {
+        CtxOptions(self.0 | rhs.0)
+    }
+}
+
+/// A communication context (`shmem_ctx_t`); dropping it quiets and
+/// destroys it (`shmem_ctx_destroy`).
+pub struct Ctx<'a> {
+    rt: &'a Runtime,
+    team: Arc<TeamState>,
+    options: CtxOptions,
+    owner: Option<ThreadId>,
+    pending: AtomicBool,
+}
+
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("options", &self.options)
+            .field("team_slot", &self.team.slot)
+            .finish()
+    }
+}
+
+fn new_ctx<'a>(rt: &'a Runtime, team: Arc<TeamState>, options: CtxOptions) -> Ctx<'a> {
+    Ctx {
+        rt,
+        team,
+        options,
+        owner: options
+            .contains(CtxOptions::PRIVATE)
+            .then(|| std::thread::current().id()),
+        pending: AtomicBool::new(false),
+    }
+}
+
+impl Shmem {
+    /// `shmem_ctx_create`: a context on the world team.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let ctx = sh.create_ctx(shmem::CtxOptions::SERIALIZED)?;
+    /// let x = sh.calloc::<u32>(1)?;
+    /// ctx.p(&x, 0, 7, 0)?;
+    /// ctx.quiet()?;
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn create_ctx(&self, options: CtxOptions) -> Result<Ctx<'_>> {
+        let rt = self.rt();
+        Ok(new_ctx(rt, rt.pool.world.clone(), options))
+    }
+
+    /// `SHMEM_CTX_DEFAULT`: a context with no options on the world team,
+    /// through which the calls of [`SymVec`] also go.
+    pub fn ctx_default(&self) -> Ctx<'_> {
+        let rt = self.rt();
+        new_ctx(rt, rt.pool.world.clone(), CtxOptions::NONE)
+    }
+
+    /// `shmem_query_thread`: the thread level provided at start-up.
+    pub fn query_thread(&self) -> ThreadLevel {
+        self.rt().thread_level()
+    }
+}
+
+impl Team<'_> {
+    /// `shmem_team_create_ctx`: a context whose PE arguments are numbered
+    /// in this team.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let w = sh.team_world();
+    /// let ctx = w.create_ctx(shmem::CtxOptions::NONE)?;
+    /// assert_eq!(ctx.n_pes(), w.n_pes());
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn create_ctx(&self, options: CtxOptions) -> Result<Ctx<'_>> {
+        if self.st.destroyed.load(Ordering::Acquire) {
+            return Err(ShmemError::Invalid {
+                pe: self.rt.my_pe(),
+                call: "shmem_team_create_ctx",
+                reason: "the team was destroyed".to_string(),
+            });
+        }
+        Ok(new_ctx(self.rt, self.st.clone(), options))
+    }
+}
+
+macro_rules! ctx_fetching {
+    ($($(#[$d:meta])* $name:ident $op:ident $call:literal),*) => {$(
+        $(#[$d])*
+        pub fn $name<T: AmoInt>(&self, x: &SymVec<'_, T>, index: usize, value: T, pe: usize) -> Result<T> {
+            self.amo(x, index, pe, AmoOp::$op, value, T::from_bits(0), $call, false)
+        }
+    )*};
+}
+
+macro_rules! ctx_nonfetching {
+    ($($(#[$d:meta])* $name:ident $op:ident $call:literal),*) => {$(
+        $(#[$d])*
+        pub fn $name<T: AmoInt>(&self, x: &SymVec<'_, T>, index: usize, value: T, pe: usize) -> Result<()> {
+            self.amo(x, index, pe, AmoOp::$op, value, T::from_bits(0), $call, true).map(drop)
+        }
+    )*};
+}
+
+impl Ctx<'_> {
+    /// The options it was created with.
+    pub fn options(&self) -> CtxOptions {
+        self.options
+    }
+
+    /// The number of PEs of its team.
+    pub fn n_pes(&self) -> usize {
+        self.team.size()
+    }
+
+    /// This PE's number in its team.
+    pub fn my_pe(&self) -> usize {
+        self.team.me
+    }
+
+    /// Checks the caller's thread and the store rule; returns the world
+    /// rank of team PE `pe`.
+    #[inline]
+    fn check(&self, call: &'static str, pe: usize, store: bool) -> Result<usize> {
+        let bad = |reason: String| ShmemError::Invalid {
+            pe: self.rt.my_pe(),
+            call,
+            reason,
+        };
+        if let Some(owner) = self.owner {
+            if std::thread::current().id() != owner {
+                return Err(bad(
+                    "a SHMEM_CTX_PRIVATE context used from another thread".to_string()
+                ));
+            }
+        }
+        if store && self.options.contains(CtxOptions::NOSTORE) {
+            return Err(bad("a store on a SHMEM_CTX_NOSTORE context".to_string()));
+        }
+        self.team.members.get(pe).copied().ok_or_else(|| {
+            bad(format!(
+                "PE {pe} is not in the context's team of {} PEs",
+                self.team.size()
+            ))
+        })
+    }
+
+    #[inline]
+    fn issued(&self) {
+        if !self.pending.load(Ordering::Relaxed) {
+            self.pending.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// `shmem_ctx_put`: as [`SymVec::put`] on this context (`pe` in the
+    /// context's team).
+    #[inline]
+    pub fn put<T: Pod>(
+        &self,
+        dst: &SymVec<'_, T>,
+        start: usize,
+        src: &[T],
+        pe: usize,
+    ) -> Result<()> {
+        const CALL: &str = "shmem_ctx_put";
+        let w = self.check(CALL, pe, true)?;
+        let off = dst.nbi_target(start, src.len(), w, CALL)?;
+        self.rt
+            .conduit
+            .put(w, off, bytes_of(src))
+            .map_err(|e| self.rt.err(CALL, e))?;
+        self.issued();
+        Ok(())
+    }
+
+    /// `shmem_ctx_p`: writes one element.
+    #[inline]
+    pub fn p<T: Pod>(&self, dst: &SymVec<'_, T>, index: usize, value: T, pe: usize) -> Result<()> {
+        self.put(dst, index, std::slice::from_ref(&value), pe)
+    }
+
+    /// `shmem_ctx_get`: as [`SymVec::get`] on this context.
+    #[inline]
+    pub fn get<T: Pod>(
+        &self,
+        src: &SymVec<'_, T>,
+        start: usize,
+        dst: &mut [T],
+        pe: usize,
+    ) -> Result<()> {
+        const CALL: &str = "shmem_ctx_get";
+        let w = self.check(CALL, pe, false)?;
+        let off = src.nbi_target(start, dst.len(), w, CALL)?;
+        self.rt
+            .conduit
+            .get(w, off, bytes_of_mut(dst))
+            .map_err(|e| self.rt.err(CALL, e))
+    }
+
+    /// `shmem_ctx_g`: reads one element.
+    #[inline]
+    pub fn g<T: Pod>(&self, src: &SymVec<'_, T>, index: usize, pe: usize) -> Result<T> {
+        // SAFETY: every bit pattern, zero included, is a valid `T` (Pod).
+        let mut v: [T; 1] = [unsafe { std::mem::zeroed() }];
+        self.get(src, index, &mut v, pe)?;
+        Ok(v[0])
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn amo<T: AmoElem>(
+        &self,
+        x: &SymVec<'_, T>,
+        index: usize,
+        pe: usize,
+        op: AmoOp,
+        operand: T,
+        compare: T,
+        call: &'static str,
+        store: bool,
+    ) -> Result<T> {
+        let w = self.check(call, pe, store)?;
+        let off = x.nbi_target(index, 1, w, call)?;
+        let r = self
+            .rt
+            .conduit
+            .atomic(w, off, op, T::WIDTH, operand.to_bits(), compare.to_bits())
+            .map(T::from_bits)
+            .map_err(|e| self.rt.err(call, e))?;
+        if store {
+            self.issued();
+        }
+        Ok(r)
+    }
+
+    /// `shmem_ctx_atomic_fetch`.
+    pub fn atomic_fetch<T: AmoElem>(
+        &self,
+        x: &SymVec<'_, T>,
+        index: usize,
+        pe: usize,
+    ) -> Result<T> {
+        let z = T::from_bits(0);
+        self.amo(
+            x,
+            index,
+            pe,
+            AmoOp::Fetch,
+            z,
+            z,
+            "shmem_ctx_atomic_fetch",
+            false,
+        )
+    }
+
+    /// `shmem_ctx_atomic_set`.
+    pub fn atomic_set<T: AmoElem>(
+        &self,
+        x: &SymVec<'_, T>,
+        index: usize,
+        value: T,
+        pe: usize,
+    ) -> Result<()> {
+        let z = T::from_bits(0);
+        self.amo(
+            x,
+            index,
+            pe,
+            AmoOp::Set,
+            value,
+            z,
+            "shmem_ctx_atomic_set",
+            true,
+        )
+        .map(drop)
+    }
+
+    /// `shmem_ctx_atomic_swap`.
+    pub fn atomic_swap<T: AmoElem>(
+        &self,
+        x: &SymVec<'_, T>,
+        index: usize,
+        value: T,
+        pe: usize,
+    ) -> Result<T> {
+        let z = T::from_bits(0);
+        self.amo(
+            x,
+            index,
+            pe,
+            AmoOp::Swap,
+            value,
+            z,
+            "shmem_ctx_atomic_swap",
+            false,
+        )
+    }
+
+    /// `shmem_ctx_atomic_compare_swap`.
+    pub fn atomic_compare_swap<T: AmoInt>(
+        &self,
+        x: &SymVec<'_, T>,
+        index: usize,
+        cond: T,
+        value: T,
+        pe: usize,
+    ) -> Result<T> {
+        self.amo(
+            x,
+            index,
+            pe,
+            AmoOp::CompareSwap,
+            value,
+            cond,
+            "shmem_ctx_atomic_compare_swap",
+            false,
+        )
+    }
+
+    /// `shmem_ctx_atomic_inc`.
+    pub fn atomic_inc<T: AmoInt>(&self, x: &SymVec<'_, T>, index: usize, pe: usize) -> Result<()> {
+        self.atomic_add(x, index, T::ONE, pe)
+    }
+
+    /// `shmem_ctx_atomic_fetch_inc`.
+    pub fn atomic_fetch_inc<T: AmoInt>(
+        &self,
+        x: &SymVec<'_, T>,
+        index: usize,
+        pe: usize,
+    ) -> Result<T> {
+        self.atomic_fetch_add(x, index, T::ONE, pe)
+    }
+
+    ctx_fetching!(
+        /// `shmem_ctx_atomic_fetch_add`.
+        atomic_fetch_add FetchAdd "shmem_ctx_atomic_fetch_add",
+        /// `shmem_ctx_atomic_fetch_and`.
+        atomic_fetch_and FetchAnd "shmem_ctx_atomic_fetch_and",
+        /// `shmem_ctx_atomic_fetch_or`.
+        atomic_fetch_or FetchOr "shmem_ctx_atomic_fetch_or",
+        /// `shmem_ctx_atomic_fetch_xor`.
+        atomic_fetch_xor FetchXor "shmem_ctx_atomic_fetch_xor"
+    );
+    ctx_nonfetching!(
+        /// `shmem_ctx_atomic_add`.
+        atomic_add Add "shmem_ctx_atomic_add",
+        /// `shmem_ctx_atomic_and`.
+        atomic_and And "shmem_ctx_atomic_and",
+        /// `shmem_ctx_atomic_or`.
+        atomic_or Or "shmem_ctx_atomic_or",
+        /// `shmem_ctx_atomic_xor`.
+        atomic_xor Xor "shmem_ctx_atomic_xor"
+    );
+
+    /// `shmem_ctx_quiet`: every put and atomic issued on this context is
+    /// complete at its target on return (free when none is pending).
+    pub fn quiet(&self) -> Result<()> {
+        const CALL: &str = "shmem_ctx_quiet";
+        self.check(CALL, self.team.me, false)?;
+        if self.pending.swap(false, Ordering::AcqRel) {
+            self.rt.quiet(CALL)?;
+        }
+        Ok(())
+    }
+
+    /// `shmem_ctx_fence`: puts and atomics of this context to a PE issued
+    /// before the fence are applied before those issued after it.
+    pub fn fence(&self) -> Result<()> {
+        const CALL: &str = "shmem_ctx_fence";
+        self.check(CALL, self.team.me, false)?;
+        if self.pending.load(Ordering::Acquire) {
+            self.rt.fence(CALL)?;
+        }
+        Ok(())
+    }
+
+    /// `shmem_ctx_destroy`, reporting errors: quiet, then the context is
+    /// gone. Dropping does the same and prints errors.
+    pub fn destroy(self) -> Result<()> {
+        let r = if self.pending.swap(false, Ordering::AcqRel) {
+            self.rt.quiet("shmem_ctx_destroy")
+        } else {
+            Ok(())
+        };
+        drop(self);
+        r
+    }
+}
+
+impl Drop for Ctx<'_> {
+    fn drop(&mut self) {
+        if self.pending.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.rt.quiet("shmem_ctx_destroy") {
+                eprintln!("{e}");
+            }
+        }
+    }
+}
