@@ -394,8 +394,10 @@ fn teams(sh: &Shmem, full: bool) -> R {
             drop((s, d));
             t.sync()?;
         } else {
-            drop(sh.calloc::<u32>(1)?);
-            drop(sh.calloc::<u32>(1)?);
+            // The same allocation calls in the same order on every PE.
+            let s = sh.calloc::<u32>(1)?;
+            let d = sh.calloc::<u32>(1)?;
+            drop((s, d));
         }
         if i % 2 == 0 {
             if let Some(t) = t {
