@@ -44,6 +44,15 @@ pub enum ConduitError {
         /// What was observed.
         reason: String,
     },
+    /// A wait made no progress for the wait timeout
+    /// ([`crate::wait::set_timeout`], `FSHMEM_WAIT_TIMEOUT`).
+    Timeout {
+        /// What the wait was for, e.g. "the bootstrap barrier (3 of 4 PEs
+        /// arrived)".
+        what: String,
+        /// How long it waited without progress.
+        waited: std::time::Duration,
+    },
     /// The job environment or bootstrap is wrong or failed.
     Bootstrap(String),
     /// An operating-system call failed.
@@ -75,6 +84,11 @@ impl fmt::Display for ConduitError {
                 "atomic at offset {offset:#x} on PE {pe} is not {align}-byte aligned"
             ),
             ConduitError::PeerFailed { pe, reason } => write!(f, "PE {pe} failed: {reason}"),
+            ConduitError::Timeout { what, waited } => write!(
+                f,
+                "no progress for {:.1} s waiting for {what}",
+                waited.as_secs_f64()
+            ),
             ConduitError::Bootstrap(s) => write!(f, "bootstrap: {s}"),
             ConduitError::Io(s) => write!(f, "I/O: {s}"),
             ConduitError::Am(e) => write!(f, "active message: {e}"),

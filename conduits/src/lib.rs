@@ -8,7 +8,8 @@
 //! - [`ipv6`]: the UDP/IPv6 bridge carrying `spec/wire.md` packets over a
 //!   reliable per-peer transport, with a progress thread per PE; spans
 //!   hosts, bootstrapped by [`bootstrap`] (rendezvous, PMI-1, Slurm).
-//! - `fpga`: a BAR-mapped board or its devsim model (later).
+//! - [`fpga`]: a BAR-mapped board, or its software model `devsim`
+//!   ([`fpga::devsim`]) whose BARs are files.
 //!
 //! Hot paths dispatch statically through [`AnyConduit`]; the [`Conduit`]
 //! trait states the contract each transport implements. [`wait::Backoff`]
@@ -16,12 +17,14 @@
 
 pub mod bootstrap;
 pub mod error;
+pub mod fpga;
 pub mod ipv6;
 pub mod job;
 pub mod smp;
 pub mod wait;
 
 pub use error::{ConduitError, Result};
+pub use fpga::FpgaConduit;
 pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 pub use ipv6::Ipv6Conduit;
 pub use job::{ConduitKind, JobEnv};
@@ -176,13 +179,18 @@ pub trait Conduit {
 }
 
 /// Every conduit behind one type, dispatched statically by `match` so that
-/// hot paths inline (the `fpga` variant joins later).
+/// hot paths inline.
+// One AnyConduit exists per process; its size does not matter, the
+// indirection a Box would add on every call does.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum AnyConduit {
     /// The shared-memory emulator.
     Smp(SmpConduit),
     /// The UDP/IPv6 bridge.
     Ipv6(Ipv6Conduit),
+    /// A board (or devsim) reached through its BARs.
+    Fpga(FpgaConduit),
 }
 
 macro_rules! dispatch {
@@ -190,6 +198,7 @@ macro_rules! dispatch {
         match $self {
             AnyConduit::Smp($c) => $e,
             AnyConduit::Ipv6($c) => $e,
+            AnyConduit::Fpga($c) => $e,
         }
     };
 }
@@ -202,9 +211,7 @@ impl AnyConduit {
         match job.conduit {
             ConduitKind::Smp => Ok(AnyConduit::Smp(SmpConduit::attach(job, segment_len)?)),
             ConduitKind::Ipv6 => Ok(AnyConduit::Ipv6(Ipv6Conduit::attach(job, segment_len)?)),
-            ConduitKind::Fpga => Err(ConduitError::Unsupported(
-                "the fpga conduit is not available in this build (use smp)",
-            )),
+            ConduitKind::Fpga => Ok(AnyConduit::Fpga(FpgaConduit::attach(job, segment_len)?)),
         }
     }
 
@@ -213,6 +220,7 @@ impl AnyConduit {
         match self {
             AnyConduit::Smp(_) => ConduitKind::Smp,
             AnyConduit::Ipv6(_) => ConduitKind::Ipv6,
+            AnyConduit::Fpga(_) => ConduitKind::Fpga,
         }
     }
 

@@ -17,22 +17,119 @@
 //!     backoff.snooze();
 //! }
 //! ```
+//!
+//! # No silent hangs
+//!
+//! A process-wide *wait timeout* (`FSHMEM_WAIT_TIMEOUT`, set by the runtime
+//! with [`set_timeout`]; off by default) bounds every wait that makes no
+//! progress. Waits call [`Backoff::timed_out`] on each step; it reads the
+//! clock only once every [`CLOCK_PERIOD`] yielding steps, so the check
+//! costs nothing on the spinning fast path, and it answers with the time
+//! waited once that exceeds the timeout. [`Backoff::reset`] (called when
+//! the awaited thing moved) restarts the clock. The wait then reports
+//! which PE waits on what, and the runtime ends the job.
+//!
+//! ```
+//! use conduits::wait::{Backoff, set_timeout, timeout};
+//! use std::time::Duration;
+//! set_timeout(Some(Duration::from_millis(20)));
+//! assert_eq!(timeout(), Some(Duration::from_millis(20)));
+//! let mut b = Backoff::new();
+//! let waited = loop {
+//!     if let Some(w) = b.timed_out() {
+//!         break w;
+//!     }
+//!     b.snooze();
+//! };
+//! assert!(waited >= Duration::from_millis(20));
+//! set_timeout(None);
+//! ```
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// How many steps spin before [`Backoff::snooze`] starts yielding.
 pub const SPIN_STEPS: u32 = 48;
+
+/// [`Backoff::timed_out`] reads the clock once every this many yielding
+/// steps.
+pub const CLOCK_PERIOD: u64 = 64;
+
+/// The wait timeout in nanoseconds; 0 means off.
+static TIMEOUT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the process-wide wait timeout (`None`: waits may last forever).
+/// The runtime calls it from `FSHMEM_WAIT_TIMEOUT` before it attaches.
+pub fn set_timeout(t: Option<Duration>) {
+    let ns = t.map_or(0, |d| {
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
+    });
+    TIMEOUT_NS.store(ns, Ordering::Relaxed);
+}
+
+/// The process-wide wait timeout, if one is set.
+pub fn timeout() -> Option<Duration> {
+    match TIMEOUT_NS.load(Ordering::Relaxed) {
+        0 => None,
+        ns => Some(Duration::from_nanos(ns)),
+    }
+}
+
+/// Set once the job is ending through a global exit.
+static JOB_EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that this process is about to exit because the job ends
+/// (`global_exit`, from this PE or another): its exit is not a PE failure.
+/// Conduits call it before they exit on a global exit.
+pub fn note_job_exit() {
+    JOB_EXITING.store(true, Ordering::SeqCst);
+}
+
+/// Whether [`note_job_exit`] was called.
+pub fn job_exiting() -> bool {
+    JOB_EXITING.load(Ordering::SeqCst)
+}
 
 /// Tracks how long a wait has been going and chooses between spinning and
 /// yielding. Cheap to create; create one per wait.
 #[derive(Clone, Debug, Default)]
 pub struct Backoff {
     steps: u64,
+    /// When the clock of [`Backoff::timed_out`] started (first read).
+    since: Option<Instant>,
 }
 
 impl Backoff {
     /// A fresh backoff that starts by spinning.
     #[inline]
     pub fn new() -> Backoff {
-        Backoff { steps: 0 }
+        Backoff {
+            steps: 0,
+            since: None,
+        }
+    }
+
+    /// `Some(time waited)` once this wait has made no progress for longer
+    /// than the wait timeout ([`set_timeout`]); `None` while it may go on,
+    /// and always when no timeout is set. Reads the clock only once every
+    /// [`CLOCK_PERIOD`] yielding steps, so call it on every step.
+    #[inline]
+    pub fn timed_out(&mut self) -> Option<Duration> {
+        if !self.every(CLOCK_PERIOD) {
+            return None;
+        }
+        self.timed_out_now()
+    }
+
+    #[cold]
+    fn timed_out_now(&mut self) -> Option<Duration> {
+        let limit = timeout()?;
+        let now = Instant::now();
+        let since = *self.since.get_or_insert(now);
+        let waited = now.saturating_duration_since(since);
+        // The clock starts at the first check, after the spinning phase
+        // and CLOCK_PERIOD yields: add the (short) time before it.
+        (waited >= limit).then_some(waited)
     }
 
     /// Waits a little: a busy-wait hint during the first [`SPIN_STEPS`]
@@ -49,10 +146,12 @@ impl Backoff {
         self.steps += 1;
     }
 
-    /// Starts spinning again (after the awaited thing made progress).
+    /// Starts spinning again (after the awaited thing made progress), and
+    /// restarts the clock of [`Backoff::timed_out`].
     #[inline]
     pub fn reset(&mut self) {
         self.steps = 0;
+        self.since = None;
     }
 
     /// Steps taken so far.
@@ -104,5 +203,37 @@ mod tests {
         assert_eq!(b.steps(), SPIN_STEPS as u64 + 1);
         b.reset();
         assert!(!b.is_yielding());
+    }
+
+    #[test]
+    fn no_timeout_by_default_and_reset_restarts_the_clock() {
+        // The only test of this module touching the global timeout.
+        set_timeout(None);
+        let mut b = Backoff::new();
+        for _ in 0..10_000 {
+            assert!(b.timed_out().is_none());
+            b.snooze();
+        }
+        set_timeout(Some(Duration::from_millis(30)));
+        let mut b = Backoff::new();
+        let start = Instant::now();
+        let mut resets = 0;
+        let waited = loop {
+            if let Some(w) = b.timed_out() {
+                break w;
+            }
+            if resets < 1 && start.elapsed() > Duration::from_millis(20) {
+                b.reset();
+                resets += 1;
+            }
+            b.snooze();
+        };
+        set_timeout(None);
+        assert!(waited >= Duration::from_millis(30));
+        assert!(
+            start.elapsed() >= Duration::from_millis(50),
+            "{:?}",
+            start.elapsed()
+        );
     }
 }

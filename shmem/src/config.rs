@@ -11,6 +11,7 @@
 //! | `SHMEM_DEBUG` | `0` | print runtime decisions (segment layout, allocations) to stderr, and check that every allocation call is collective (same call, size and offset as PE 0; [`ShmemError::NotCollective`] otherwise). Set it alike on every PE |
 //! | `SHMEM_INFO` | `0` | PE 0 prints this table with the values in force at start-up |
 //! | `SHMEM_VERSION` | `0` | PE 0 prints the library and OpenSHMEM versions at start-up |
+//! | `FSHMEM_WAIT_TIMEOUT` | `off` | seconds (`1.5`, `500ms`, `2s`) a wait (`wait_until`, a barrier or collective, `quiet`, a blocking get, the bootstrap barrier) may make no progress before it reports which PE waits on what and ends the job with status 124; `off` or `0`: wait forever |
 //! | `FSHMEM_TEAMS_MAX` | `32` | team slots in the collective pool (world and shared included; at most 64) |
 //! | `FSHMEM_COLL_SCRATCH` | `32K` | scratch bytes per team slot and parity, the reduction/scan chunk budget |
 //! | `FSHMEM_BARRIER_ALGO` | `auto` | `auto`, `dissemination` or `tree` |
@@ -65,6 +66,11 @@ pub const VARS: &[VarSpec] = &[
         name: "SHMEM_VERSION",
         default: "0",
         help: "PE 0 prints the library and OpenSHMEM versions at start-up",
+    },
+    VarSpec {
+        name: "FSHMEM_WAIT_TIMEOUT",
+        default: "off",
+        help: "seconds a wait may make no progress before the job ends with a report (off: forever)",
     },
     VarSpec {
         name: "FSHMEM_TEAMS_MAX",
@@ -157,6 +163,9 @@ pub struct Config {
     pub info: bool,
     /// `SHMEM_VERSION`.
     pub version: bool,
+    /// `FSHMEM_WAIT_TIMEOUT`: how long a wait may make no progress before
+    /// the job ends with a report; `None` (the default): forever.
+    pub wait_timeout: Option<std::time::Duration>,
     /// The `FSHMEM_*` collective settings.
     pub coll: CollConfig,
 }
@@ -342,6 +351,7 @@ impl Default for Config {
             debug: false,
             info: false,
             version: false,
+            wait_timeout: None,
             coll: CollConfig::default(),
         }
     }
@@ -369,6 +379,9 @@ impl Config {
         }
         if let Some(v) = get("SHMEM_VERSION") {
             c.version = parse_bool("SHMEM_VERSION", &v)?;
+        }
+        if let Some(v) = get("FSHMEM_WAIT_TIMEOUT") {
+            c.wait_timeout = parse_timeout("FSHMEM_WAIT_TIMEOUT", &v)?;
         }
         let k = &mut c.coll;
         if let Some(v) = get("FSHMEM_TEAMS_MAX") {
@@ -425,6 +438,10 @@ impl Config {
             "SHMEM_DEBUG" => Some(b(self.debug)),
             "SHMEM_INFO" => Some(b(self.info)),
             "SHMEM_VERSION" => Some(b(self.version)),
+            "FSHMEM_WAIT_TIMEOUT" => Some(
+                self.wait_timeout
+                    .map_or("off".to_string(), |d| format!("{}s", d.as_secs_f64())),
+            ),
             "FSHMEM_TEAMS_MAX" => Some(self.coll.teams_max.to_string()),
             "FSHMEM_COLL_SCRATCH" => Some(format_size(self.coll.scratch)),
             "FSHMEM_BARRIER_ALGO" => Some(algo_name(self.coll.barrier, BARRIER_NAMES)),
@@ -510,6 +527,39 @@ pub fn parse_size(var: &'static str, value: &str) -> Result<usize> {
                 "a size that fits the address space (at most {})",
                 isize::MAX
             ),
+        }),
+    }
+}
+
+/// Parses a timeout: `off` or `0` (none), or a positive number of seconds
+/// with an optional unit `s` or `ms`.
+///
+/// ```
+/// use shmem::config::parse_timeout;
+/// use std::time::Duration;
+/// assert_eq!(parse_timeout("X", "1.5").unwrap(), Some(Duration::from_millis(1500)));
+/// assert_eq!(parse_timeout("X", "250ms").unwrap(), Some(Duration::from_millis(250)));
+/// assert_eq!(parse_timeout("X", "off").unwrap(), None);
+/// assert!(parse_timeout("X", "-1").is_err());
+/// assert!(parse_timeout("X", "soon").is_err());
+/// ```
+pub fn parse_timeout(var: &'static str, value: &str) -> Result<Option<std::time::Duration>> {
+    let t = value.trim().to_ascii_lowercase();
+    if t == "off" || t == "0" || t == "no" || t == "none" {
+        return Ok(None);
+    }
+    let (num, scale) = match t.strip_suffix("ms") {
+        Some(n) => (n, 1e-3),
+        None => (t.strip_suffix('s').unwrap_or(&t), 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x * scale <= 1e9 => {
+            Ok(Some(std::time::Duration::from_secs_f64(x * scale)))
+        }
+        _ => Err(ShmemError::Config {
+            var,
+            value: value.to_string(),
+            expected: "a positive number of seconds (e.g. 1.5, 500ms, 2s) or off".to_string(),
         }),
     }
 }

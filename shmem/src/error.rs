@@ -71,7 +71,7 @@ pub enum ShmemError {
     },
     /// An address handed to a C routine does not lie in symmetric memory
     /// (the symmetric heap or the program's symmetric static data).
-    NotSymmetric {
+    NotSymmetricAddress {
         /// The calling PE.
         pe: usize,
         /// The call.
@@ -114,6 +114,33 @@ pub enum ShmemError {
         mine: [u64; 3],
         /// PE 0's (call code, bytes, heap offset).
         pe0: [u64; 3],
+    },
+    /// A collective allocation call (`shmem_malloc`, `shmem_calloc`,
+    /// `shmem_align`, `shmem_realloc`, `shmem_free`) was not the same on
+    /// every PE: PE `other_pe` made another call, asked for another size or
+    /// freed another object than PE `first_pe` in the same collective
+    /// allocation step. Checked on every allocation (not only under
+    /// `SHMEM_DEBUG`); every PE of the step reports it and none keeps the
+    /// memory.
+    NotSymmetric {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// Which collective allocation of the job this was (from 0).
+        step: u64,
+        /// The PE whose request the others were compared with.
+        first_pe: usize,
+        /// Its call.
+        first_call: &'static str,
+        /// Its size in bytes.
+        first_bytes: u64,
+        /// A PE whose request differs.
+        other_pe: usize,
+        /// Its call.
+        other_call: &'static str,
+        /// Its size in bytes.
+        other_bytes: u64,
     },
     /// An argument of a team, collective or context call is invalid (a
     /// split outside the parent team, a root out of range, a destination too
@@ -194,7 +221,7 @@ impl fmt::Display for ShmemError {
                 "PE {pe}: {call}: elements {start}..{} out of bounds (object has {len} elements)",
                 start.saturating_add(*count)
             ),
-            ShmemError::NotSymmetric {
+            ShmemError::NotSymmetricAddress {
                 pe,
                 call,
                 addr,
@@ -229,6 +256,22 @@ impl fmt::Display for ShmemError {
                 call_name(pe0[0]),
                 pe0[2]
             ),
+            ShmemError::NotSymmetric {
+                pe,
+                call,
+                step,
+                first_pe,
+                first_call,
+                first_bytes,
+                other_pe,
+                other_call,
+                other_bytes,
+            } => write!(
+                f,
+                "PE {pe}: {call}: not the same on every PE: in collective allocation #{step}, \
+                 PE {other_pe} called {other_call} with {other_bytes} bytes but \
+                 PE {first_pe} called {first_call} with {first_bytes} bytes"
+            ),
             ShmemError::Invalid { pe, call, reason } => write!(f, "PE {pe}: {call}: {reason}"),
             ShmemError::TeamsExhausted { pe, call, max } => write!(
                 f,
@@ -257,7 +300,8 @@ pub(crate) fn call_code(call: &str) -> u64 {
         .map_or(u64::MAX, |i| i as u64)
 }
 
-fn call_name(code: u64) -> &'static str {
+/// The name of an allocation call by its [`call_code`].
+pub(crate) fn call_name(code: u64) -> &'static str {
     usize::try_from(code)
         .ok()
         .and_then(|i| ALLOC_CALLS.get(i))

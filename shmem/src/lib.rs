@@ -272,6 +272,7 @@ impl Shmem {
         if rt.config().debug {
             eprintln!("PE {}: shmem_global_exit({status})", rt.my_pe());
         }
+        conduits::wait::note_job_exit();
         rt.conduit.global_exit(status)
     }
 
@@ -295,6 +296,19 @@ impl Shmem {
 
 impl Drop for Shmem {
     fn drop(&mut self) {
+        if !self.finalized && std::thread::panicking() {
+            // A panicking PE must not enter the collective finalize: the
+            // others may wait for something only it would have sent, and
+            // it would wait for them in the barrier. Leave the job as a
+            // failed PE; the launcher (or the peers' liveness checks)
+            // ends the job.
+            self.finalized = true;
+            eprintln!(
+                "PE {}: panicked; leaving the job without finalizing",
+                self.my_pe()
+            );
+            return;
+        }
         if !self.finalized {
             self.finalized = true;
             // SAFETY: as in `finalize`; drop runs once.
@@ -397,6 +411,7 @@ pub fn fence() -> Result<()> {
 /// shmem::global_exit(1);
 /// ```
 pub fn global_exit(status: i32) -> ! {
+    conduits::wait::note_job_exit();
     // The runtime is never freed while `with_runtime` runs, and the
     // conduit's global_exit does not return.
     let _ = with_runtime("shmem_global_exit", |rt| rt.conduit.global_exit(status));

@@ -50,7 +50,7 @@ pub trait AmoElem: Pod + sealed::Sealed {
 /// An integer the extended atomics (compare-swap, add, inc, and/or/xor) and
 /// the point-to-point waits act on: 32/64-bit signed and unsigned integers.
 /// Sealed.
-pub trait AmoInt: AmoElem + Ord {
+pub trait AmoInt: AmoElem + Ord + std::fmt::Debug {
     /// One, for inc.
     const ONE: Self;
 }

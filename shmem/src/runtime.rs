@@ -16,10 +16,11 @@
 //! | offset | length | content |
 //! |---|---|---|
 //! | `0x0000` | 64 | header: magic, layout version, heap offset, heap size (local, for debuggers) |
-//! | `0x0040` | 256 | reserved (layout 1's barrier counters; barriers now use the world team's pool slot) |
+//! | `0x0040` | 256 | the always-on check that allocation calls are collective ([`Runtime::collective_begin`]) |
 //! | `0x0140` | 64 | `SHMEM_DEBUG` check that allocation calls are collective |
 //! | `0x0400` | 1 KiB | signal scratch for runtime-internal put-with-signal |
-//! | `0x1000` | 16 KiB | reserved |
+//! | `0x1000` | 128 | C ABI: the active-set directory (PE 0's copy) |
+//! | `0x1080` | 16 KiB - 128 | reserved |
 //! | `0x5000` | 4 KiB | reserved: distributed locks |
 //! | `0x6000` | 40 KiB | reserved |
 //! | `0x10000` | `SHMEM_SYMMETRIC_SIZE` | user heap (see [`crate::alloc`]) |
@@ -44,12 +45,12 @@ use crate::alloc::HeapAllocator;
 use crate::coll::Coll;
 use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION, format_size};
 use crate::ctx::ThreadLevel;
-use crate::error::{Result, ShmemError, call_code};
+use crate::error::{Result, ShmemError, call_code, call_name};
 use crate::pod::bytes_of_mut;
 use crate::static_data::{self, StaticData};
 use crate::team::{TeamConfig, TeamPool, TeamState};
 use conduits::wait::Backoff;
-use conduits::{AmoWidth, AnyConduit, Conduit, ConduitError, JobEnv};
+use conduits::{AmoOp, AmoWidth, AnyConduit, Conduit, ConduitError, JobEnv};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -62,6 +63,10 @@ pub mod layout {
     pub const MAGIC: u64 = u64::from_le_bytes(*b"FSHMEMSG");
     /// Version of this layout.
     pub const VERSION: u64 = 2;
+    /// The always-on collective allocation check: on PE 0, three tag
+    /// words then three report words; on every PE, three records of four
+    /// words (call code, bytes, step, extra) from offset 0x40 on.
+    pub const ALLOC_CHECK: usize = 0x0040;
     /// Three `u64` words with which `SHMEM_DEBUG` compares each PE's
     /// allocation call with PE 0's.
     pub const COLLECTIVE_CHECK: usize = 0x0140;
@@ -133,6 +138,70 @@ const FINALIZED: u8 = 3;
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static GLOBAL: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static USERS: AtomicUsize = AtomicUsize::new(0);
+/// Collective allocation steps this process took ([`Runtime::collective_begin`]).
+static ALLOC_STEP: AtomicU64 = AtomicU64::new(0);
+
+/// Exit status of a process that exits (with status 0) while the runtime
+/// is initialized and not finalized.
+pub const NOT_FINALIZED_STATUS: i32 = 1;
+
+/// Exit status of a job ended because a wait made no progress for
+/// `FSHMEM_WAIT_TIMEOUT`.
+pub const WAIT_TIMEOUT_STATUS: i32 = 124;
+
+/// Proof of [`Runtime::collective_begin`], consumed by
+/// [`Runtime::collective_end`] after the step's barrier.
+#[must_use]
+pub(crate) struct CollectiveStep {
+    step: u64,
+}
+
+/// Runs at process exit (glibc `on_exit`, which passes the status): a
+/// process leaving with status 0 while the runtime runs did not finalize.
+/// That is a failure of the job, not a success: say so and exit non-zero,
+/// so that the launcher stops the other PEs (which would otherwise wait for
+/// this one) and the job's status shows it.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
+    if status != 0 || STATE.load(Ordering::Acquire) != RUNNING || conduits::wait::job_exiting() {
+        return;
+    }
+    let p = GLOBAL.load(Ordering::SeqCst);
+    let pe = if p.is_null() {
+        "?".to_string()
+    } else {
+        // SAFETY: GLOBAL is non-null only while the runtime is alive; the
+        // process is exiting, nothing frees it any more.
+        unsafe { (*p).me.to_string() }
+    };
+    eprintln!(
+        "PE {pe}: exited without calling shmem_finalize; ending the job with status {NOT_FINALIZED_STATUS}"
+    );
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    // SAFETY: _exit ends the process at once; calling it from an exit
+    // handler is allowed (unlike exit).
+    unsafe { libc::_exit(NOT_FINALIZED_STATUS) }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn install_exit_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    unsafe extern "C" {
+        fn on_exit(
+            f: extern "C" fn(libc::c_int, *mut libc::c_void),
+            arg: *mut libc::c_void,
+        ) -> libc::c_int;
+    }
+    // SAFETY: registers a handler with glibc; the handler touches only
+    // statics and the leaked runtime.
+    ONCE.call_once(|| unsafe {
+        on_exit(exit_hook, std::ptr::null_mut());
+    });
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn install_exit_hook() {}
 
 impl Runtime {
     /// Starts the runtime: reads the configuration and the job, attaches
@@ -147,11 +216,13 @@ impl Runtime {
             Err(FINALIZED) => return Err(ShmemError::Finalized),
             Err(_) => return Err(ShmemError::AlreadyInitialized),
         }
+        conduits::wait::set_timeout(config.wait_timeout);
         match Self::build(config, thread_level, opts) {
             Ok(rt) => {
                 let p = Box::into_raw(Box::new(rt));
                 GLOBAL.store(p, Ordering::SeqCst);
                 STATE.store(RUNNING, Ordering::Release);
+                install_exit_hook();
                 Ok(p)
             }
             Err(e) => {
@@ -371,10 +442,18 @@ impl Runtime {
         }
     }
 
-    /// Wraps a conduit error.
+    /// Wraps a conduit error. A wait that made no progress for
+    /// `FSHMEM_WAIT_TIMEOUT` is not returned: it is reported on stderr and
+    /// ends the job with [`WAIT_TIMEOUT_STATUS`].
     #[cold]
     pub(crate) fn err(&self, call: &'static str, e: ConduitError) -> ShmemError {
-        ShmemError::conduit(self.me, call, e)
+        let timed_out = matches!(e, ConduitError::Timeout { .. });
+        let e = ShmemError::conduit(self.me, call, e);
+        if timed_out {
+            eprintln!("{e}; ending the job");
+            self.conduit.global_exit(WAIT_TIMEOUT_STATUS);
+        }
+        e
     }
 
     /// The heap allocator, locked.
@@ -393,7 +472,7 @@ impl Runtime {
 
     /// Segment offset of `len` bytes at `addr` in this process, when they lie
     /// in symmetric memory: the user heap (through the segment mapping) or
-    /// the symmetric static data; else [`ShmemError::NotSymmetric`].
+    /// the symmetric static data; else [`ShmemError::NotSymmetricAddress`].
     #[inline]
     pub(crate) fn sym_offset(&self, call: &'static str, addr: usize, len: usize) -> Result<usize> {
         let base = self.conduit.local_segment() as usize;
@@ -423,7 +502,7 @@ impl Runtime {
 
     #[cold]
     fn not_symmetric(&self, call: &'static str, addr: usize, len: usize) -> ShmemError {
-        ShmemError::NotSymmetric {
+        ShmemError::NotSymmetricAddress {
             pe: self.me,
             call,
             addr,
@@ -451,14 +530,33 @@ impl Runtime {
         zero: bool,
         what: &str,
     ) -> Result<usize> {
-        let heap_off = self
+        let alloc = self
             .heap()
             .alloc(bytes, align)
             .map_err(|source| ShmemError::Alloc {
                 pe: self.me,
                 call,
                 source,
-            })?;
+            });
+        let step = match self.collective_begin(call, bytes as u64, align as u64) {
+            Ok(s) => s,
+            Err(e) => {
+                if let Ok(off) = alloc {
+                    let _ = self.heap().free(off);
+                }
+                return Err(e);
+            }
+        };
+        let heap_off = match alloc {
+            Ok(off) => off,
+            Err(e) => {
+                // Still collective: the other PEs may have succeeded (with
+                // another size), and wait in the barrier.
+                self.barrier_all(call)?;
+                self.collective_end(call, step)?;
+                return Err(e);
+            }
+        };
         let off = layout::HEAP + heap_off;
         if zero {
             // SAFETY: the block `off..off+bytes` lies in this PE's heap and
@@ -476,7 +574,8 @@ impl Runtime {
         // on some of them.
         let checked = self.check_collective(call, [call_code(call), bytes as u64, heap_off as u64]);
         let barrier = self.barrier_all(call);
-        match checked.and(barrier) {
+        let same = barrier.and_then(|()| self.collective_end(call, step));
+        match same.and(checked) {
             Ok(()) => Ok(off),
             Err(e) => {
                 let _ = self.heap().free(heap_off);
@@ -488,8 +587,10 @@ impl Runtime {
     /// Frees the heap block at segment offset `off` of `bytes` bytes
     /// (collective: a barrier first, then the `SHMEM_DEBUG` check).
     pub(crate) fn free_bytes(&self, call: &'static str, off: usize, bytes: usize) -> Result<()> {
-        self.barrier_all(call)?;
         let heap_off = off.wrapping_sub(layout::HEAP);
+        let step = self.collective_begin(call, bytes as u64, heap_off as u64)?;
+        self.barrier_all(call)?;
+        self.collective_end(call, step)?;
         self.check_collective(call, [call_code(call), bytes as u64, heap_off as u64])?;
         self.heap()
             .free(heap_off)
@@ -516,8 +617,10 @@ impl Runtime {
         bytes: usize,
         align: usize,
     ) -> Result<usize> {
-        self.barrier_all(call)?;
         let heap_off = off.wrapping_sub(layout::HEAP);
+        let step = self.collective_begin(call, bytes as u64, heap_off as u64)?;
+        self.barrier_all(call)?;
+        self.collective_end(call, step)?;
         let r = self
             .heap()
             .realloc(heap_off, bytes, align)
@@ -593,14 +696,17 @@ impl Runtime {
     }
 
     /// Waits until `done` holds for the local word at `off`, polling the
-    /// conduit between loads; returns the word that satisfied it.
+    /// conduit between loads; returns the word that satisfied it. When the
+    /// wait makes no progress for `FSHMEM_WAIT_TIMEOUT` it reports
+    /// `what(current word)` (what it waits for) and ends the job.
     #[inline]
-    pub(crate) fn wait_word(
+    pub(crate) fn wait_word_for(
         &self,
         off: usize,
         width: AmoWidth,
         call: &'static str,
         done: impl Fn(u64) -> bool,
+        what: impl Fn(u64) -> String,
     ) -> Result<u64> {
         let v = self.load_word(off, width);
         if done(v) {
@@ -613,8 +719,107 @@ impl Runtime {
             if done(v) {
                 return Ok(v);
             }
+            if let Some(waited) = backoff.timed_out() {
+                let what = what(v);
+                return Err(self.err(call, ConduitError::Timeout { what, waited }));
+            }
             backoff.snooze();
         }
+    }
+
+    /// The always-on check that a collective allocation step (`call` with
+    /// `bytes`, and `extra`: the alignment, or the offset freed or resized)
+    /// is the same on every PE; before the step's barrier. Each PE records
+    /// its request locally and compare-and-swaps a tag of it into PE 0's
+    /// word for this step: the first tag stays, a PE whose tag differs
+    /// raises PE 0's report word. After the barrier
+    /// ([`Runtime::collective_end`]) every PE reads the report word, so all
+    /// of them see a mismatch. Costs two small atomics on PE 0 per step.
+    ///
+    /// Three step slots rotate: PE 0 clears slot `k+1` at step `k`, which
+    /// every PE finished reading before it reached the barrier of step
+    /// `k-1`, and which no PE uses before the barrier of step `k`.
+    pub(crate) fn collective_begin(
+        &self,
+        call: &'static str,
+        bytes: u64,
+        extra: u64,
+    ) -> Result<CollectiveStep> {
+        let step = ALLOC_STEP.fetch_add(1, Ordering::Relaxed);
+        if self.n == 1 {
+            return Ok(CollectiveStep { step });
+        }
+        let slot = (step % 3) as usize;
+        let code = call_code(call);
+        let rec = self.local_addr(alloc_record(slot)).cast::<u64>();
+        for (i, w) in [code, bytes, step, extra].into_iter().enumerate() {
+            // SAFETY: the record lies in this PE's runtime region, 8-byte
+            // aligned; peers read it only after the step's barrier, and it
+            // is rewritten three steps later.
+            unsafe { rec.add(i).write_volatile(w) };
+        }
+        if self.me == 0 {
+            let next = ((step + 1) % 3) as usize;
+            for off in [alloc_tag(next), alloc_report(next)] {
+                // SAFETY: an 8-byte aligned word of this PE's runtime region,
+                // only accessed atomically.
+                unsafe { AtomicU64::from_ptr(self.local_addr(off).cast()) }
+                    .store(0, Ordering::Release);
+            }
+        }
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for w in [code, bytes, step, extra] {
+            h = (h ^ w).wrapping_mul(0x0100_0000_01b3);
+            h ^= h >> 29;
+        }
+        let tag = (h << 16) | (1 << 16) | ((self.me as u64 + 1) & 0xffff);
+        let amo = |off, op, operand, compare| {
+            self.conduit
+                .atomic(0, off, op, AmoWidth::W64, operand, compare)
+                .map_err(|e| self.err(call, e))
+        };
+        let old = amo(alloc_tag(slot), AmoOp::CompareSwap, tag, 0)?;
+        if old != 0 && old >> 16 != tag >> 16 {
+            let report = (old & 0xffff) << 16 | ((self.me as u64 + 1) & 0xffff);
+            amo(alloc_report(slot), AmoOp::CompareSwap, report, 0)?;
+        }
+        Ok(CollectiveStep { step })
+    }
+
+    /// The second half of [`Runtime::collective_begin`], after the step's
+    /// barrier: [`ShmemError::NotSymmetric`] on every PE if any PE's
+    /// request differed.
+    pub(crate) fn collective_end(&self, call: &'static str, s: CollectiveStep) -> Result<()> {
+        if self.n == 1 {
+            return Ok(());
+        }
+        let slot = (s.step % 3) as usize;
+        let report = self
+            .conduit
+            .atomic(0, alloc_report(slot), AmoOp::Fetch, AmoWidth::W64, 0, 0)
+            .map_err(|e| self.err(call, e))?;
+        if report == 0 {
+            return Ok(());
+        }
+        let pe_of = |bits: u64| ((bits & 0xffff) as usize).wrapping_sub(1) % self.n;
+        let (first, other) = (pe_of(report >> 16), pe_of(report));
+        let mut recs = [[0u64; 4]; 2];
+        for (pe, r) in [first, other].into_iter().zip(recs.iter_mut()) {
+            self.conduit
+                .get(pe, alloc_record(slot), crate::pod::bytes_of_mut(&mut r[..]))
+                .map_err(|e| self.err(call, e))?;
+        }
+        Err(ShmemError::NotSymmetric {
+            pe: self.me,
+            call,
+            step: s.step,
+            first_pe: first,
+            first_call: call_name(recs[0][0]),
+            first_bytes: recs[0][1],
+            other_pe: other,
+            other_call: call_name(recs[1][0]),
+            other_bytes: recs[1][1],
+        })
     }
 
     /// With `SHMEM_DEBUG`: checks that this PE's allocation call `what`
@@ -658,6 +863,21 @@ impl Runtime {
             .finalize()
             .map_err(|e| self.err("shmem_finalize", e))
     }
+}
+
+/// Offset of PE 0's tag word for collective allocation slot `slot`.
+const fn alloc_tag(slot: usize) -> usize {
+    layout::ALLOC_CHECK + 8 * slot
+}
+
+/// Offset of PE 0's report word for slot `slot`.
+const fn alloc_report(slot: usize) -> usize {
+    layout::ALLOC_CHECK + 24 + 8 * slot
+}
+
+/// Offset of every PE's record for slot `slot` (four words).
+const fn alloc_record(slot: usize) -> usize {
+    layout::ALLOC_CHECK + 64 + 32 * slot
 }
 
 /// Finalizes the runtime owned by a handle: unpublishes it, waits for

@@ -447,7 +447,12 @@ impl<'s, T: Pod> SymVec<'s, T> {
 impl<T: Pod> Drop for SymVec<'_, T> {
     /// Frees the object collectively (see [`SymVec::free`]); an error is
     /// printed to stderr.
+    /// While the thread panics nothing is freed: the free is collective
+    /// and the other PEs are not taking part (the PE leaves the job).
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
         if let Err(e) = self.release() {
             eprintln!("{e}");
         }
@@ -712,7 +717,19 @@ impl<T: AmoInt> SymVec<'_, T> {
         const CALL: &str = "shmem_wait_until";
         let off = self.range(index, 1, CALL)?;
         self.rt
-            .wait_word(off, T::WIDTH, CALL, |w| cmp.holds(T::from_bits(w), value))
+            .wait_word_for(
+                off,
+                T::WIDTH,
+                CALL,
+                |w| cmp.holds(T::from_bits(w), value),
+                |w| {
+                    format!(
+                        "element {index} (offset {off:#x}) to become {} {value:?} (currently {:?})",
+                        cmp.symbol(),
+                        T::from_bits(w)
+                    )
+                },
+            )
             .map(T::from_bits)
     }
 
@@ -769,7 +786,17 @@ impl SymVec<'_, u64> {
     pub fn signal_wait_until(&self, index: usize, cmp: Cmp, value: u64) -> Result<u64> {
         const CALL: &str = "shmem_signal_wait_until";
         let off = self.range(index, 1, CALL)?;
-        self.rt
-            .wait_word(off, conduits::AmoWidth::W64, CALL, |w| cmp.holds(w, value))
+        self.rt.wait_word_for(
+            off,
+            conduits::AmoWidth::W64,
+            CALL,
+            |w| cmp.holds(w, value),
+            |w| {
+                format!(
+                    "signal {index} (offset {off:#x}) to become {} {value} (currently {w})",
+                    cmp.symbol()
+                )
+            },
+        )
     }
 }

@@ -472,7 +472,12 @@ fn destroy_state(rt: &Runtime, st: &Arc<TeamState>) -> Result<()> {
 
 impl Drop for Team<'_> {
     /// Destroys a split team (see [`Team::destroy`]); errors are printed.
+    /// Nothing happens while the thread panics: the destroy is collective
+    /// and the PE is leaving the job.
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
         if let Err(e) = destroy_state(self.rt, &self.st) {
             eprintln!("{e}");
         }

@@ -29,6 +29,22 @@ impl Cmp {
     /// All six comparisons.
     pub const ALL: [Cmp; 6] = [Cmp::Eq, Cmp::Ne, Cmp::Gt, Cmp::Ge, Cmp::Lt, Cmp::Le];
 
+    /// The comparison as an operator: `==`, `!=`, `>`, `>=`, `<`, `<=`.
+    ///
+    /// ```
+    /// assert_eq!(shmem::Cmp::Ge.symbol(), ">=");
+    /// ```
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Cmp::Eq => "==",
+            Cmp::Ne => "!=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+        }
+    }
+
     /// Whether `word <self> value`.
     #[inline(always)]
     pub fn holds<T: Ord>(self, word: T, value: T) -> bool {

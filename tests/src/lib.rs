@@ -260,3 +260,21 @@ pub fn ipv6_job<S: AsRef<std::ffi::OsStr>>(
     let out = run(&mut cmd, timeout);
     Job { n, id, out }
 }
+
+/// Like [`job`], on the fpga conduit: `oshrun --conduit fpga` starts one
+/// devsim board per PE; checks that no board files (nor shared memory)
+/// are left behind.
+pub fn fpga_job<S: AsRef<std::ffi::OsStr>>(
+    n: usize,
+    prog: &Path,
+    args: &[S],
+    timeout: Duration,
+) -> Job {
+    let id = unique_job_id("fpga");
+    let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", "fpga", "--job-id", &id]);
+    cmd.arg(prog).args(args);
+    let out = run(&mut cmd, timeout);
+    let left = shm_files(&id);
+    assert!(left.is_empty(), "fpga job {id} left behind {left:?}");
+    Job { n, id, out }
+}

@@ -101,6 +101,10 @@ pub const EXCHANGE_MAX: usize = ctl::EXCHANGE_BYTES;
 /// Liveness is checked once every this many yielding wait steps.
 const LIVENESS_PERIOD: u64 = 256;
 
+/// [`Conduit::poll`] checks peer liveness once every this many calls (the
+/// waits of the layers above poll on every step).
+const LIVENESS_POLLS: u64 = 128;
+
 /// A PE attached to a shared-memory job. `Send + Sync`: any thread may call
 /// it; incoming messages are served by one thread at a time.
 pub struct SmpConduit {
@@ -120,6 +124,8 @@ pub struct SmpConduit {
     /// Held by the thread draining the reply ring.
     reply_drain: AtomicBool,
     finalized: AtomicBool,
+    /// Calls of `poll`, to pace its liveness checks.
+    polls: AtomicU64,
     /// Bootstrap completed (a conduit dropped before that failed it).
     ready: bool,
     _maps: Vec<Region>,
@@ -247,6 +253,7 @@ impl SmpConduit {
             request_drain: AtomicBool::new(false),
             reply_drain: AtomicBool::new(false),
             finalized: AtomicBool::new(false),
+            polls: AtomicU64::new(0),
             ready: false,
             _maps: Vec::with_capacity(size + 1),
             seg_file,
@@ -344,6 +351,7 @@ impl SmpConduit {
     fn check_global_exit(&self) {
         let w = self.ctl.global_exit().load(Ordering::Acquire);
         if w != 0 {
+            crate::wait::note_job_exit();
             self.ctl
                 .state(self.rank)
                 .store(state::FINALIZED, Ordering::Release);
@@ -448,6 +456,12 @@ impl SmpConduit {
             if backoff.every(LIVENESS_PERIOD) {
                 self.check_peer(pe, true)?;
             }
+            if let Some(waited) = backoff.timed_out() {
+                return Err(ConduitError::Timeout {
+                    what: format!("room in PE {pe}'s full message ring"),
+                    waited,
+                });
+            }
             backoff.snooze();
         }
         Ok(())
@@ -477,7 +491,7 @@ impl SmpConduit {
             _ => {}
         }
         if pid != 0 && !process_alive(pid) {
-            return fail(format!("its process {pid} died"));
+            return fail(format!("its process {pid} ended without finalizing"));
         }
         Ok(())
     }
@@ -523,6 +537,24 @@ impl SmpConduit {
                     }
                     return Err(e);
                 }
+            }
+            if let Some(waited) = backoff.timed_out() {
+                let arrived = count.load(Ordering::Acquire);
+                let absent: Vec<usize> = (0..self.size)
+                    .filter(|&pe| self.ctl.state(pe).load(Ordering::Acquire) == state::ABSENT)
+                    .collect();
+                return Err(ConduitError::Timeout {
+                    what: format!(
+                        "the smp bootstrap barrier ({arrived} of {} PEs arrived{})",
+                        self.size,
+                        if absent.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; PEs {absent:?} never attached")
+                        }
+                    ),
+                    waited,
+                });
             }
             backoff.snooze();
         }
@@ -842,7 +874,13 @@ impl Conduit for SmpConduit {
     }
 
     fn poll(&self) -> Result<()> {
-        self.progress_slow(true)
+        self.progress_slow(true)?;
+        // Waits of the layers above (wait_until, collectives) poll on every
+        // step: a dead or departed peer must turn them into an error too.
+        if self.polls.fetch_add(1, Ordering::Relaxed) % LIVENESS_POLLS == LIVENESS_POLLS - 1 {
+            self.check_peers()?;
+        }
+        Ok(())
     }
 
     fn barrier(&self) -> Result<()> {
@@ -883,6 +921,7 @@ impl Conduit for SmpConduit {
     }
 
     fn global_exit(&self, status: i32) -> ! {
+        crate::wait::note_job_exit();
         let word = (1u64 << 32) | status as u32 as u64;
         let _ =
             self.ctl

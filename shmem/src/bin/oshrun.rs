@@ -39,9 +39,11 @@ Environment set for every PE:
   FSHMEM_SIZE      the number of PEs, N
   FSHMEM_JOB_ID    the job id (names the job's shared memory,
                    /dev/shm/fshmem-<job>-*)
-  FSHMEM_CONDUIT   the conduit (smp or ipv6)
+  FSHMEM_CONDUIT   the conduit (smp, ipv6 or fpga)
   FSHMEM_BOOTSTRAP with --conduit ipv6: the [::1]:port of the rendezvous
                    server oshrun runs for the job
+  FSHMEM_FPGA_DEVICE  fpga: the PE's devsim board directory
+                   (/dev/shm/fshmem-<job>-board<rank>/, removed at the end)
 
 Environment read by the PEs (passed through unchanged):
   SHMEM_SYMMETRIC_SIZE  size of each PE's symmetric heap (e.g. 64M, 1G)
@@ -49,6 +51,7 @@ Environment read by the PEs (passed through unchanged):
   SHMEM_INFO            print the library's configuration at start-up
   SHMEM_VERSION         print the library version at start-up
   FSHMEM_PEER_TIMEOUT   ipv6: silence before a peer is declared failed (10s)
+  FSHMEM_FPGA_WINDOW    fpga: each devsim board's DDR window (default 1G)
 
 Exit status: 0 when every PE exits 0; otherwise the status of the first PE
 that failed (128+signal for a PE killed by a signal), after stopping the
@@ -67,7 +70,7 @@ enum ConduitArg {
     Smp,
     /// UDP/IPv6 bridge, here over loopback ([::1]).
     Ipv6,
-    /// FPGA boards (not available yet).
+    /// FPGA boards: devsim boards started for the job, one per PE.
     Fpga,
 }
 
@@ -98,8 +101,8 @@ struct Cli {
     )]
     np: u32,
 
-    /// Transport the PEs use: smp, or ipv6 over [::1] (fpga is not
-    /// available in this build).
+    /// Transport the PEs use: smp, ipv6 over [::1], or fpga on devsim
+    /// boards started for the job.
     #[arg(long, value_enum, default_value_t = ConduitArg::Smp)]
     conduit: ConduitArg,
 
@@ -199,16 +202,14 @@ struct Pe {
 }
 
 fn run(cli: Cli) -> Result<u8, String> {
-    if cli.conduit == ConduitArg::Fpga {
-        return Err(format!(
-            "the {:?} conduit is not available in this build; use --conduit smp",
-            cli.conduit
-        )
-        .to_lowercase());
-    }
     let n = cli.np as usize;
     let job_id = cli.job_id.clone().unwrap_or_else(default_job_id);
     let (program, args) = cli.command.split_first().expect("clap requires PROGRAM");
+    // fpga: one devsim board per PE, stopped and removed when `boards` drops.
+    let boards = match cli.conduit {
+        ConduitArg::Fpga => Some(conduits::fpga::launch::Boards::start(&job_id, n)?),
+        _ => None,
+    };
     let cpus = match cli.bind {
         Bind::Core => cpu_order(),
         Bind::None => Vec::new(),
@@ -229,7 +230,8 @@ fn run(cli: Cli) -> Result<u8, String> {
     };
     let conduit_name = match cli.conduit {
         ConduitArg::Ipv6 => "ipv6",
-        _ => "smp",
+        ConduitArg::Fpga => "fpga",
+        ConduitArg::Smp => "smp",
     };
     let parent = std::process::id() as libc::pid_t;
 
@@ -244,6 +246,9 @@ fn run(cli: Cli) -> Result<u8, String> {
             .env("FSHMEM_SIZE", n.to_string())
             .env("FSHMEM_JOB_ID", &job_id)
             .env("FSHMEM_CONDUIT", conduit_name);
+        if let Some(b) = &boards {
+            cmd.env("FSHMEM_FPGA_DEVICE", b.device(rank));
+        }
         if let Some(server) = &rendezvous {
             cmd.env("FSHMEM_BOOTSTRAP", server.addr().to_string());
         }
@@ -356,6 +361,7 @@ fn run(cli: Cli) -> Result<u8, String> {
     for r in readers {
         let _ = r.join();
     }
+    drop(boards);
     let removed = remove_job_files(&job_id);
     if removed > 0 && std::env::var_os("SHMEM_DEBUG").is_some() {
         eprintln!("oshrun: removed {removed} shared-memory files of job {job_id}");

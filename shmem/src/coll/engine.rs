@@ -196,8 +196,15 @@ impl<'a> Coll<'a> {
             *e += k;
             *e
         };
+        let pe = self.t.members[from];
         self.rt
-            .wait_word(self.counter(from), AmoWidth::W64, self.call, |v| v >= want)
+            .wait_word_for(
+                self.counter(from),
+                AmoWidth::W64,
+                self.call,
+                |v| v >= want,
+                |v| format!("PE {pe} ({v} of {want} messages from it have arrived)"),
+            )
             .map(drop)
     }
 

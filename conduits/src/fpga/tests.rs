@@ -1,0 +1,316 @@
+//! Unit tests of the fpga conduit against in-process devsim boards.
+
+use super::devsim::compute::GemmCore;
+use super::devsim::link::UdpLink;
+use super::devsim::{BoardModel, Fault};
+use super::*;
+use gasnet_core::cmd::Status;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Boards running on threads, each in its own temporary directory.
+pub(crate) struct TestBoards {
+    pub dirs: Vec<PathBuf>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl TestBoards {
+    pub fn start(name: &str, n: usize, fault: Fault) -> TestBoards {
+        let root = std::env::temp_dir().join(format!("fshmem-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut links: Vec<UdpLink> = (0..n).map(|i| UdpLink::bind(i as u16).unwrap()).collect();
+        let ports: Vec<[u16; 2]> = links.iter().map(|l| l.local_ports().unwrap()).collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut dirs = Vec::new();
+        let mut threads = Vec::new();
+        for (i, mut link) in links.drain(..).enumerate() {
+            link.set_peers(&ports);
+            let dir = root.join(format!("board{i}"));
+            let mut b = BoardModel::create(
+                &dir,
+                i as u16,
+                n as u16,
+                64 << 20,
+                Box::new(link),
+                Box::new(GemmCore::new()),
+                fault,
+            )
+            .unwrap();
+            dirs.push(dir);
+            let stop = stop.clone();
+            threads.push(std::thread::spawn(move || b.run(&stop)));
+        }
+        TestBoards {
+            dirs,
+            stop,
+            threads,
+        }
+    }
+}
+
+impl Drop for TestBoards {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        if let Some(root) = self.dirs.first().and_then(|d| d.parent()) {
+            let _ = std::fs::remove_dir_all(root);
+        }
+    }
+}
+
+fn open(b: &TestBoards, rank: usize, seg: usize) -> FpgaConduit {
+    FpgaConduit::open(
+        Device::Devsim(b.dirs[rank].clone()),
+        rank,
+        b.dirs.len(),
+        seg,
+    )
+    .unwrap()
+}
+
+#[test]
+fn single_board_attach_and_health_check() {
+    let b = TestBoards::start("single", 1, Fault::None);
+    let c = open(&b, 0, 1 << 20);
+    c.health_check().unwrap();
+    c.put(0, 64, b"hello").unwrap();
+    let mut back = [0u8; 5];
+    c.get(0, 64, &mut back).unwrap();
+    assert_eq!(&back, b"hello");
+    let old = c
+        .atomic(0, 128, AmoOp::FetchAdd, AmoWidth::W64, 7, 0)
+        .unwrap();
+    assert_eq!(old, 0);
+    assert_eq!(
+        c.atomic(0, 128, AmoOp::Fetch, AmoWidth::W64, 0, 0).unwrap(),
+        7
+    );
+    c.quiet().unwrap();
+}
+
+/// Runs `body` as PE `rank` of `n` on threads, one conduit per board.
+fn spmd(name: &str, n: usize, body: impl Fn(&FpgaConduit) + Send + Sync + 'static) {
+    let b = TestBoards::start(name, n, Fault::None);
+    let body = Arc::new(body);
+    let dirs = b.dirs.clone();
+    let ts: Vec<_> = (0..n)
+        .map(|r| {
+            let body = body.clone();
+            let dir = dirs[r].clone();
+            std::thread::spawn(move || {
+                let c = FpgaConduit::open(Device::Devsim(dir), r, n, 1 << 20).unwrap();
+                c.health_check().unwrap();
+                c.barrier().unwrap();
+                body(&c);
+                c.finalize().unwrap();
+            })
+        })
+        .collect();
+    for t in ts {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn two_boards_put_get_barrier_exchange() {
+    spmd("pair", 2, |c| {
+        let me = c.rank();
+        let peer = 1 - me;
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i as u8) ^ me as u8).collect();
+        c.put(peer, 4096, &data).unwrap();
+        c.put(peer, 8, &[me as u8 + 1; 8]).unwrap();
+        c.barrier().unwrap();
+        let mut back = vec![0u8; 100_000];
+        c.get(peer, 4096, &mut back).unwrap();
+        let want: Vec<u8> = (0..100_000u32).map(|i| (i as u8) ^ me as u8).collect();
+        assert_eq!(back, want);
+        // SAFETY: reading this PE's own segment.
+        let local = unsafe { *c.local_segment().add(8) };
+        assert_eq!(local, peer as u8 + 1);
+        let all = c.exchange(&[me as u8; 3]).unwrap();
+        assert_eq!(all, vec![vec![0u8; 3], vec![1u8; 3]]);
+        c.atomic(0, 256, AmoOp::Add, AmoWidth::W32, 1, 0).unwrap();
+        c.barrier().unwrap();
+        assert_eq!(
+            c.atomic(0, 256, AmoOp::Fetch, AmoWidth::W32, 0, 0).unwrap(),
+            2
+        );
+    });
+}
+
+fn wait_completion(c: &FpgaConduit, rings: &mut super::queue::Rings) -> Completion {
+    let start = Instant::now();
+    loop {
+        if let Some(r) = rings.poll_cq(&c.board().bar0) {
+            return r.unwrap();
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "no completion");
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn malformed_descriptors_get_error_completions_and_the_queue_runs_on() {
+    let b = TestBoards::start("malformed", 1, Fault::None);
+    let c = open(&b, 0, 1 << 20);
+    let bar0 = &c.board().bar0;
+    // Drive the rings directly (the conduit's own state is idle).
+    let mut rings = super::queue::Rings::after_reset(bar0);
+    // A zeroed slot (opcode 0), a Medium AM over 4096 bytes, a Nop to a bad
+    // target flag, then a good Nop: each gets its completion in order.
+    let zero = [0u8; 64];
+    let mut bad_len = [0u8; 64];
+    bad_len[0] = cmd::opcode::AM_MEDIUM_REQUEST;
+    bad_len[1] = cmd::flags::COMPLETION;
+    bad_len[4] = 0x01;
+    bad_len[5] = 0x50;
+    bad_len[8] = 65;
+    bad_len[12..16].copy_from_slice(&5000u32.to_le_bytes());
+    let put_far = cmd::encode(&Descriptor::Put {
+        common: Common {
+            tag: 9,
+            completion: true,
+            fence_before: false,
+        },
+        target: 7,
+        remote: 0,
+        source: cmd::PutSource::Inline(Inline::new(&[1]).unwrap()),
+    });
+    let nop = cmd::encode(&Descriptor::Nop {
+        common: Common {
+            tag: 77,
+            completion: true,
+            fence_before: false,
+        },
+    });
+    for s in [zero, bad_len, put_far, nop] {
+        assert!(rings.try_submit(bar0, &[s]));
+    }
+    let c1 = wait_completion(&c, &mut rings);
+    assert_eq!((c1.status, c1.sq_index), (Status::BadOpcode, 0));
+    let c2 = wait_completion(&c, &mut rings);
+    assert_eq!(
+        (c2.status, c2.detail, c2.tag),
+        (Status::BadLength, 5000, 0x5001)
+    );
+    let c3 = wait_completion(&c, &mut rings);
+    assert_eq!((c3.status, c3.detail, c3.tag), (Status::BadTarget, 7, 9));
+    let c4 = wait_completion(&c, &mut rings);
+    assert_eq!((c4.status, c4.tag), (Status::Ok, 77));
+    assert!(bar0.read64(regs::CNT_ERRORS) >= 3);
+}
+
+#[test]
+fn a_full_queue_applies_back_pressure_without_overwriting() {
+    let b = TestBoards::start("full", 2, Fault::None);
+    let c0 = open(&b, 0, 1 << 20);
+    let c1 = open(&b, 1, 1 << 20);
+    // Thousands of puts (far more than the 255 free slots) with 1 µs
+    // between board steps being irrelevant: every one must land, in order
+    // per word, and the last value written to each word must win.
+    let n = 5000u64;
+    for i in 0..n {
+        c0.put(1, 8 * (i % 64) as usize, &i.to_le_bytes()).unwrap();
+    }
+    c0.quiet().unwrap();
+    for w in 0..64u64 {
+        let last = (0..n).filter(|i| i % 64 == w).max().unwrap();
+        // SAFETY: PE 1's own segment, read after PE 0's quiet.
+        let v = unsafe {
+            c1.local_segment()
+                .add(8 * w as usize)
+                .cast::<u64>()
+                .read_volatile()
+        };
+        assert_eq!(v, last, "word {w}");
+    }
+    assert!(c0.board().bar0.read64(regs::CNT_COMMANDS) >= n);
+}
+
+#[test]
+fn a_board_with_the_wrong_magic_is_refused_clearly() {
+    let b = TestBoards::start("magic", 1, Fault::None);
+    let dir = b.dirs[0].clone();
+    let bar0 = bar::Bar::map(&dir.join("bar0")).unwrap();
+    bar0.write32(regs::MAGIC, u32::from_le_bytes(*b"XYZW"));
+    let e = Board::open(Device::Devsim(dir.clone()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("not an fshmem board") && e.contains("XYZW") && e.contains("FSHM"),
+        "{e}"
+    );
+    bar0.write32(regs::MAGIC, cmd::MAGIC);
+    bar0.write32(regs::VERSION, 2 << 16);
+    let e = Board::open(Device::Devsim(dir)).unwrap_err().to_string();
+    assert!(
+        e.contains("version 2.0") && e.contains("major version 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_health_check_names_the_failing_path() {
+    for (fault, path) in [
+        (Fault::GetData, HealthPath::WindowToGet),
+        (Fault::InlinePut, HealthPath::InlinePutToWindow),
+        (Fault::SegmentPut, HealthPath::SegmentPutToWindow),
+        (Fault::Atomic, HealthPath::Atomic),
+    ] {
+        let b = TestBoards::start(&format!("fault{fault:?}"), 1, fault);
+        let c = open(&b, 0, 1 << 20);
+        let e = c.health_check().unwrap_err().to_string();
+        assert!(e.contains(&path.to_string()), "{fault:?}: {e}");
+    }
+}
+
+#[test]
+fn gemm_compute_core_with_art_streams_results_to_a_peer() {
+    use super::devsim::compute::GEMM_RUN;
+    spmd("gemm", 2, |c| {
+        let (m, n, k) = (5usize, 7usize, 3usize);
+        let bytes = |v: &[f64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let a: Vec<f64> = (0..m * k).map(|i| i as f64).collect();
+        let bm: Vec<f64> = (0..k * n).map(|i| (i % 5) as f64 - 2.0).collect();
+        let done = Arc::new(AtomicU64::new(0));
+        let d = done.clone();
+        c.register_handler(
+            64,
+            Arc::new(move |_t, msg| d.store(1 + msg.args[1] as u64 * 2, Ordering::Release)),
+        )
+        .unwrap();
+        if c.rank() == 1 {
+            c.put(1, 0, &bytes(&a)).unwrap();
+            c.put(1, 4096, &bytes(&bm)).unwrap();
+            let args = [
+                0, 4096, 8192, m as u32, n as u32, k as u32, 4, 0, 65536, 64, 7,
+            ];
+            c.am_request(1, Category::Short, GEMM_RUN, &args, &[], 0)
+                .unwrap();
+            while done.load(Ordering::Acquire) == 0 {
+                c.poll().unwrap();
+                std::thread::yield_now();
+            }
+            assert_eq!(done.load(Ordering::Acquire), 1, "tile status");
+        }
+        c.barrier().unwrap();
+        if c.rank() == 0 {
+            let mut got = vec![0u8; 8 * m * n];
+            c.get(0, 65536, &mut got).unwrap();
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k).map(|x| a[i * k + x] * bm[x * n + j]).sum();
+                    let at = 8 * (i * n + j);
+                    let v = f64::from_le_bytes(got[at..at + 8].try_into().unwrap());
+                    assert_eq!(v, want, "C[{i}][{j}]");
+                }
+            }
+        }
+        c.barrier().unwrap();
+    });
+}

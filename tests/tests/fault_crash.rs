@@ -1,0 +1,135 @@
+//! A PE that crashes — abort, SIGKILL from outside, a Rust panic, exit(0)
+//! without finalize, exit(3) — at 4 PEs on smp and ipv6: oshrun exits
+//! non-zero, a message names PE 1, the other PEs stop within 2 s of the
+//! failure, and no shared memory or process of the job is left.
+
+use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_for};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The bound on "the others stop within 2 s", plus scheduling margin for
+/// 4 PEs on 2 shared cores.
+const STOP_BOUND_MS: u128 = 2_500;
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+/// The pids of the running processes of job `id` with rank `rank`.
+fn pe_pids(id: &str, rank: Option<usize>) -> Vec<u32> {
+    let want_job = format!("FSHMEM_JOB_ID={id}");
+    let want_rank = rank.map(|r| format!("FSHMEM_RANK={r}"));
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+        let has = |s: &str| vars.contains(&s.as_bytes());
+        if has(&want_job) && want_rank.as_deref().is_none_or(has) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn crash(conduit: &str, kind: &str) {
+    let id = unique_job_id("cr");
+    let prog = example("fault");
+    let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", conduit, "--job-id", &id]);
+    cmd.arg(&prog).args(["crash", kind]);
+    let child = spawn(&mut cmd);
+    let mut failed_at = None;
+    if kind == "kill" {
+        // Find PE 1 through the job's environment, let the job reach its
+        // wait, then kill PE 1 from outside.
+        let mut pid = Vec::new();
+        assert!(
+            wait_for(Duration::from_secs(20), || {
+                pid = pe_pids(&id, Some(1));
+                pe_pids(&id, None).len() >= 4
+            }),
+            "{conduit}: the job's PEs never all started"
+        );
+        std::thread::sleep(Duration::from_millis(700));
+        let now = now_ms();
+        // SAFETY: kill has no memory preconditions; the pid is PE 1's.
+        assert_eq!(unsafe { libc_kill(pid[0] as i32, 9) }, 0);
+        failed_at = Some(now);
+    }
+    let out = finish(child, Duration::from_secs(30));
+    let ended = now_ms();
+    let ctx = format!("{conduit} {kind}: {out:?}");
+    assert_ne!(out.code(), Some(0), "{ctx}");
+    let failed_at = failed_at.unwrap_or_else(|| {
+        out.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("fault: PE 1 failing at "))
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no failure time: {ctx}"))
+    });
+    let took = ended.saturating_sub(failed_at);
+    assert!(
+        took < STOP_BOUND_MS,
+        "{ctx}: the job ended {took} ms after the failure"
+    );
+    assert!(
+        out.stderr.contains("PE 1 (pid") || out.stderr.contains("PE 1 failed"),
+        "no message names PE 1: {ctx}"
+    );
+    let pids: Vec<u32> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.split(" pid ").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 4, "{ctx}");
+    for p in pids {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{p}")).exists(),
+            "{ctx}: process {p} is left"
+        );
+    }
+    assert!(pe_pids(&id, None).is_empty(), "{ctx}: processes left");
+    assert!(shm_files(&id).is_empty(), "{ctx}: {:?}", shm_files(&id));
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+const KINDS: [&str; 5] = ["abort", "kill", "panic", "exit0", "exit3"];
+
+#[test]
+fn smp_crashes_end_the_job() {
+    for kind in KINDS {
+        crash("smp", kind);
+    }
+}
+
+#[test]
+fn ipv6_crashes_end_the_job() {
+    for kind in KINDS {
+        crash("ipv6", kind);
+    }
+}
+
+#[test]
+fn smp_peers_detect_a_pe_that_vanished_with_status_0() {
+    // `_exit(0)` skips the runtime's exit hook, so oshrun sees a success:
+    // the other PEs' waits must notice on their own (liveness checks).
+    let id = unique_job_id("rx");
+    let mut cmd = oshrun_cmd(&["-n", "4", "--job-id", &id]);
+    cmd.arg(example("fault")).args(["crash", "raw-exit0"]);
+    let out = finish(spawn(&mut cmd), Duration::from_secs(30));
+    assert_ne!(out.code(), Some(0), "{out:?}");
+    assert!(out.stdout.contains("PE 1 failed: its process"), "{out:?}");
+    assert!(out.elapsed < Duration::from_secs(10), "{out:?}");
+    assert!(shm_files(&id).is_empty());
+}
