@@ -100,6 +100,9 @@ pub(crate) enum Mode {
     Some,
 }
 
+/// Where the next `_any` scan starts.
+static ANY_NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// One scan of `ivars`: for `All`, whether every active element holds;
 /// for `Any`, the index of one that holds; for `Some`, the indices of all
 /// that hold (written to `indices`), counted.
@@ -120,7 +123,15 @@ unsafe fn scan<T: Word>(
 ) -> (bool, usize) {
     let mut count = 0;
     let mut any_active = false;
-    for i in 0..nelems {
+    // `_any` starts after the index it returned last, so that repeated
+    // calls visit every satisfied element (the standard's fairness).
+    let first = if mode == Mode::Any && nelems > 0 {
+        ANY_NEXT.load(std::sync::atomic::Ordering::Relaxed) % nelems
+    } else {
+        0
+    };
+    for j in 0..nelems {
+        let i = (first + j) % nelems.max(1);
         if !active(status, i) {
             continue;
         }
@@ -136,7 +147,10 @@ unsafe fn scan<T: Word>(
         let holds = cmp.holds(w, v);
         match mode {
             Mode::All if !holds => return (false, 0),
-            Mode::Any if holds => return (true, i),
+            Mode::Any if holds => {
+                ANY_NEXT.store(i + 1, std::sync::atomic::Ordering::Relaxed);
+                return (true, i);
+            }
             Mode::Some if holds => {
                 // SAFETY: `indices` has `nelems` entries and `count <= i`.
                 unsafe { *indices.add(count) = i };
