@@ -36,6 +36,23 @@
 //!   `/dev/shm` file). A conduit that does not (default of the trait) runs
 //!   C programs without symmetric static data.
 //! - After `fork`, parent and child share the pages (they are `MAP_SHARED`).
+//!
+//! # What each conduit needs
+//!
+//! - `smp` implements [`conduits::Conduit::segment_backing`]: its segment
+//!   is the PE's `/dev/shm` file (unlinked after bootstrap, kept open).
+//! - `ipv6` maps its segment anonymously (`MmapMut::map_anon`), so it has
+//!   no file to map twice. It needs: create the segment with
+//!   `memfd_create` + `ftruncate` and map it `MAP_SHARED`, keep the memfd
+//!   open for the conduit's life, and return `(fd, 0, len)` from
+//!   `segment_backing`. The progress thread keeps writing through its own
+//!   mapping; both views share the pages.
+//! - `fpga` keeps its segment in the board's BAR2 window (`resourceN`, or
+//!   the devsim file). It needs `segment_backing` to return that file's
+//!   descriptor and the page-aligned file offset of the segment. The
+//!   program's static data then lives in board memory: plain loads and
+//!   stores to globals cross PCIe, and CPU atomics on them are not atomic
+//!   with the board's (the C layer's atomics go through the board anyway).
 
 use conduits::SegmentBacking;
 
