@@ -12,7 +12,8 @@
 //!
 //! Every point is the median of `FSHMEM_BENCH_TRIALS` (default 5) timed
 //! trials after one untimed warm-up trial. Prints `op size usec_per_op
-//! MB_per_s` lines.
+//! MB_per_s` lines. `FSHMEM_BENCH_ONLY=put_bw` (an operation name, or a
+//! comma-separated list) runs only those, for profiling.
 
 use conduits::{AnyConduit, Conduit, JobEnv};
 use std::time::Instant;
@@ -88,6 +89,11 @@ fn bw_iters(n: usize) -> usize {
 /// Runs `body` (which does `iters` operations of `n` bytes) once untimed
 /// and `trials` times timed, and prints the median trial.
 fn point(op: &str, n: usize, iters: usize, trials: usize, mut body: impl FnMut()) {
+    if let Ok(only) = std::env::var("FSHMEM_BENCH_ONLY") {
+        if !only.split(',').any(|o| o.trim() == op) {
+            return;
+        }
+    }
     body();
     let mut t: Vec<f64> = (0..trials)
         .map(|_| {

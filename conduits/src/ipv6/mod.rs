@@ -67,6 +67,7 @@
 //! address this host uses to reach the rendezvous server, else to the
 //! first unique-local (`fd00::/8`) address of the host, else to `::1`.
 
+mod batch;
 pub(crate) mod net;
 mod progress;
 pub mod reliable;
@@ -106,6 +107,12 @@ pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most commands an application may have in the progress thread's hands
 /// before it waits for some to complete (flow control).
 const MAX_PENDING: u64 = 8192;
+
+/// Largest command the conduit hands the engine: longer puts and gets are
+/// split so that no buffer of the whole transfer is allocated (and paged in)
+/// per call, and a put's buffer becomes the engine's Long payload without
+/// another copy.
+const CHUNK: usize = gasnet_core::MAX_LONG;
 
 /// Parses a duration: seconds (`10`, `2.5`) or with a unit (`500ms`, `3s`).
 ///
@@ -730,12 +737,15 @@ impl Conduit for Ipv6Conduit {
         if src.is_empty() {
             return self.check_failed();
         }
-        let cmd = Command::Put {
-            dst: pe as NodeId,
-            offset: offset as u64,
-            source: PutSource::Bytes(src.to_vec()),
-        };
-        self.submit(cmd, Want::Nbi).map(|_| ())
+        for (k, part) in src.chunks(CHUNK).enumerate() {
+            let cmd = Command::Put {
+                dst: pe as NodeId,
+                offset: (offset + k * CHUNK) as u64,
+                source: PutSource::Bytes(part.to_vec()),
+            };
+            self.submit(cmd, Want::Nbi)?;
+        }
+        Ok(())
     }
 
     unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
@@ -755,20 +765,29 @@ impl Conduit for Ipv6Conduit {
         if dst.is_empty() {
             return self.check_failed();
         }
-        let into = match self.in_segment(dst.as_ptr(), dst.len()) {
-            Some(at) => GetInto::Segment(at),
-            None => GetInto::Buffer,
-        };
-        let cmd = Command::Get {
-            dst: pe as NodeId,
-            offset: offset as u64,
-            len: dst.len() as u64,
-            into,
-        };
-        let tag = self.submit(cmd, Want::Value)?;
-        let c = self.wait_value(tag)?;
-        if into == GetInto::Buffer {
-            dst.copy_from_slice(&c.data[..dst.len()]);
+        if let Some(at) = self.in_segment(dst.as_ptr(), dst.len()) {
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: offset as u64,
+                len: dst.len() as u64,
+                into: GetInto::Segment(at),
+            };
+            let tag = self.submit(cmd, Want::Value)?;
+            return self.wait_value(tag).map(|_| ());
+        }
+        let mut tags = Vec::with_capacity(dst.len().div_ceil(CHUNK));
+        for (k, part) in dst.chunks(CHUNK).enumerate() {
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: (offset + k * CHUNK) as u64,
+                len: part.len() as u64,
+                into: GetInto::Buffer,
+            };
+            tags.push(self.submit(cmd, Want::Value)?);
+        }
+        for (tag, part) in tags.into_iter().zip(dst.chunks_mut(CHUNK)) {
+            let c = self.wait_value(tag)?;
+            part.copy_from_slice(&c.data[..part.len()]);
         }
         Ok(())
     }
@@ -784,23 +803,32 @@ impl Conduit for Ipv6Conduit {
         if len == 0 {
             return self.check_failed();
         }
-        let (into, want) = match self.in_segment(dst, len) {
-            Some(at) => (GetInto::Segment(at), Want::Nbi),
-            None => (
-                GetInto::Buffer,
-                Want::NbiGet {
-                    dst: SendPtr(dst),
-                    len,
-                },
-            ),
-        };
-        let cmd = Command::Get {
-            dst: pe as NodeId,
-            offset: offset as u64,
-            len: len as u64,
-            into,
-        };
-        self.submit(cmd, want).map(|_| ())
+        if let Some(at) = self.in_segment(dst, len) {
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: offset as u64,
+                len: len as u64,
+                into: GetInto::Segment(at),
+            };
+            return self.submit(cmd, Want::Nbi).map(|_| ());
+        }
+        let mut at = 0;
+        while at < len {
+            let n = CHUNK.min(len - at);
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: (offset + at) as u64,
+                len: n as u64,
+                into: GetInto::Buffer,
+            };
+            let want = Want::NbiGet {
+                dst: SendPtr(dst.wrapping_add(at)),
+                len: n,
+            };
+            self.submit(cmd, want)?;
+            at += n;
+        }
+        Ok(())
     }
 
     fn atomic(

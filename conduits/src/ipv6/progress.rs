@@ -10,6 +10,7 @@
 //! drives, the progress thread stays parked off the socket, so the two do
 //! not compete for datagrams or for the CPU they are often pinned to.
 
+use super::batch::{RECV_BATCH, RecvBatch, SendBatch};
 use super::reliable::{PeerSilent, Transport};
 use super::segment::SegMemory;
 use super::{Outcome, Shared, Want};
@@ -17,7 +18,7 @@ use crate::error::ConduitError;
 use gasnet_core::engine::{Command, Completion, Engine, Status};
 use gasnet_core::{AmError, HandlerFn};
 use std::collections::{HashMap, VecDeque};
-use std::net::{SocketAddr, SocketAddrV6, UdpSocket};
+use std::net::{SocketAddrV6, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
@@ -52,8 +53,8 @@ const MAX_SLEEP: Duration = Duration::from_millis(10);
 /// application thread drives, before it looks again.
 const PARK: Duration = Duration::from_millis(1);
 
-/// Datagrams taken from the socket per step at most.
-const RECV_BURST: usize = 64;
+/// Batches of datagrams taken from the socket per step at most.
+const RECV_ROUNDS: usize = 4;
 
 /// The protocol state of one PE. See the module documentation.
 pub(crate) struct Core {
@@ -67,7 +68,8 @@ pub(crate) struct Core {
     backlog: VecDeque<(u64, Command)>,
     flushes: Vec<u64>,
     delayed: Vec<(Instant, usize, Vec<u8>)>,
-    buf: Vec<u8>,
+    rx: RecvBatch,
+    tx: SendBatch,
     failed: bool,
     last_check: Instant,
 }
@@ -81,6 +83,7 @@ impl Core {
         impair: Option<Impair>,
         seed: u64,
     ) -> Core {
+        let tx = SendBatch::new(sock.as_raw_fd(), &peers);
         Core {
             engine,
             transport,
@@ -92,7 +95,8 @@ impl Core {
             backlog: VecDeque::new(),
             flushes: Vec::new(),
             delayed: Vec::new(),
-            buf: vec![0u8; 65536],
+            rx: RecvBatch::new(),
+            tx,
             failed: false,
             last_check: Instant::now(),
         }
@@ -141,25 +145,32 @@ impl Core {
     pub(crate) fn step(&mut self, sh: &Shared) -> bool {
         let now = Instant::now();
         let mut work = false;
-        for _ in 0..RECV_BURST {
-            match self.sock.recv_from(&mut self.buf) {
-                Ok((n, from)) => {
-                    work = true;
-                    let src = if n >= 8 {
-                        u16::from_be_bytes([self.buf[4], self.buf[5]]) as usize
-                    } else {
-                        usize::MAX
-                    };
-                    let ok = match (self.peers.get(src), from) {
-                        (Some(p), SocketAddr::V6(f)) => p.ip() == f.ip() && p.port() == f.port(),
-                        _ => false,
-                    };
-                    if ok {
-                        self.transport.receive(&self.buf[..n], now);
-                    }
+        let fd = self.sock.as_raw_fd();
+        for _ in 0..RECV_ROUNDS {
+            let n = self.rx.recv(fd);
+            for i in 0..n {
+                let Some((d, from)) = self.rx.get(i) else {
+                    continue;
+                };
+                work = true;
+                let src = if d.len() >= 8 {
+                    u16::from_be_bytes([d[4], d[5]]) as usize
+                } else {
+                    usize::MAX
+                };
+                let ok = self
+                    .peers
+                    .get(src)
+                    .is_some_and(|p| p.ip() == from.ip() && p.port() == from.port());
+                if ok {
+                    self.transport.receive(d, now);
                 }
-                Err(_) => break,
             }
+            if n < RECV_BATCH {
+                break;
+            }
+            // Serve what this batch asked for before taking the next.
+            self.pump(sh, now);
         }
         work |= self.pump(sh, now);
         if !self.delayed.is_empty() {
@@ -167,11 +178,12 @@ impl Core {
             while k < self.delayed.len() {
                 if self.delayed[k].0 <= now {
                     let (_, d, b) = self.delayed.swap_remove(k);
-                    let _ = self.sock.send_to(&b, self.peers[d]);
+                    self.tx.push(d, &b);
                 } else {
                     k += 1;
                 }
             }
+            self.tx.flush();
         }
         if !self.flushes.is_empty() && !self.transport.has_unacked() {
             for tag in self.flushes.drain(..) {
@@ -245,16 +257,13 @@ impl Core {
             }
             work = true;
         }
-        let (sock, peers, impair) = (&self.sock, &self.peers, self.impair);
+        let (tx, impair) = (&mut self.tx, self.impair);
         let (rng, delayed) = (&mut self.rng, &mut self.delayed);
         let mut sent = 0usize;
         self.transport.transmit(now, &mut |dst, bytes| {
             sent += 1;
-            let to = peers[dst as usize];
             match impair {
-                None => {
-                    let _ = sock.send_to(bytes, to);
-                }
+                None => tx.push(dst as usize, bytes),
                 Some(f) => {
                     if chance(rng, f.loss) {
                         return;
@@ -265,12 +274,13 @@ impl Core {
                             let hold = Duration::from_micros(100 + xorshift(rng) % 1900);
                             delayed.push((now + hold, dst as usize, bytes.to_vec()));
                         } else {
-                            let _ = sock.send_to(bytes, to);
+                            tx.push(dst as usize, bytes);
                         }
                     }
                 }
             }
         });
+        self.tx.flush();
         work || sent > 0
     }
 

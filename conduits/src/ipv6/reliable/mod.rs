@@ -17,7 +17,7 @@
 //! | send window | [`Config::window`] packets (≤ 512, half the 1024-number NACK and reorder window) and the congestion window in bytes |
 //! | congestion window | starts at 256 KiB, grows by the bytes acknowledged (slow start) up to [`Config::window_bytes`], halves on a NACK and falls to the minimum on a timeout |
 //! | RTO | `srtt + 4·rttvar` (Karn: samples only from packets sent once), clamped to `rto_min..=rto_max`, doubled per consecutive timeout |
-//! | ACK | immediately for `ACK_NOW` or a duplicate, else after [`Config::ack_delay`] unless a reverse AM packet carried it first |
+//! | ACK | immediately for `ACK_NOW` (set when the sender is window-limited) or a duplicate, else after [`Config::ack_delay`] unless a reverse AM packet carried it first |
 //! | NACK | names every gap below the highest sequence number received, at most once per [`Config::nack_holdoff`] |
 //! | failure | a peer owing an ACK or a response that sends nothing for [`Config::peer_timeout`] |
 //! | keepalive | a sequenced probe after [`Config::keepalive`] of silence while a response is awaited |
@@ -579,14 +579,21 @@ impl Transport {
             peer.next_seq = peer.next_seq.wrapping_add(1);
             p.ack = ack;
             p.flags = FLAG_SEQ | FLAG_ACK;
-            let last = match peer.queue.front() {
-                None => true,
+            // Ask for an immediate acknowledgement only when the sender
+            // needs it to go on: the next packet does not fit the windows,
+            // or half the packet window is in flight. A lone packet needs
+            // none: a request is acknowledged by its response, anything
+            // else by the next packet back or the delayed ACK, and nobody
+            // waits on that (an ACK datagram per response cost the other
+            // side a wake-up per round trip).
+            let blocked = match peer.queue.front() {
+                None => false,
                 Some(f) => {
                     peer.unacked.len() + 1 >= cfg.window
                         || peer.unacked_bytes + len + f.encoded_len() > peer.cwnd
                 }
             };
-            if last || peer.unacked.len() + 1 >= cfg.window / 2 {
+            if blocked || peer.unacked.len() + 1 >= cfg.window / 2 {
                 p.flags |= FLAG_ACK_NOW;
             }
             Self::emit(&mut self.scratch, &mut self.stats, &p, dst, out);
