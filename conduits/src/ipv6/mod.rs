@@ -37,8 +37,10 @@
 //!   the engine issues in order. `quiet` waits until every command issued
 //!   before it has completed (for puts and atomics: acknowledged after the
 //!   target applied them) and reports the first error of a non-blocking one.
-//! - Active-message handlers run on the progress thread (the contract
-//!   allows it: handlers must not block); replies too.
+//! - Active-message handlers run on whichever thread drives the core — the
+//!   progress thread, or an application thread inside the library — with
+//!   the core locked: they must not block or call the conduit (the
+//!   contract forbids both); they answer through their token.
 //! - `barrier` and `exchange` are the bootstrap's ([`crate::bootstrap`]),
 //!   `barrier` after a `quiet`.
 //!
