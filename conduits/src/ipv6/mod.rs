@@ -64,6 +64,7 @@
 //! | `FSHMEM_IPV6_MTU` | path MTU to assume (default: the route's, from the kernel) |
 //! | `FSHMEM_PEER_TIMEOUT` | silence before a needed peer is declared failed (`10s`, `500ms`) |
 //! | `FSHMEM_IPV6_IMPAIR` | test only: `loss=5,dup=1,reorder=10` percent of datagrams sent |
+//! | `FSHMEM_IPV6_BATCH` | `gso` (default), `mmsg` or `none`: datagram batching (see `batch.rs`) |
 //! | `FSHMEM_IPV6_STATS` | set: the progress thread prints the transport's counters to stderr when it stops |
 //!
 //! Without `FSHMEM_IPV6_ADDR`/`_PREFIX` the data socket binds to the

@@ -10,7 +10,7 @@
 //! drives, the progress thread stays parked off the socket, so the two do
 //! not compete for datagrams or for the CPU they are often pinned to.
 
-use super::batch::{RECV_BATCH, RecvBatch, SendBatch};
+use super::batch::{Mode, RecvBatch, SendBatch};
 use super::reliable::{PeerSilent, Transport};
 use super::segment::SegMemory;
 use super::{Outcome, Shared, Want};
@@ -54,7 +54,7 @@ const MAX_SLEEP: Duration = Duration::from_millis(10);
 const PARK: Duration = Duration::from_millis(1);
 
 /// Batches of datagrams taken from the socket per step at most.
-const RECV_ROUNDS: usize = 4;
+const RECV_ROUNDS: usize = 8;
 
 /// The protocol state of one PE. See the module documentation.
 pub(crate) struct Core {
@@ -83,7 +83,8 @@ impl Core {
         impair: Option<Impair>,
         seed: u64,
     ) -> Core {
-        let tx = SendBatch::new(sock.as_raw_fd(), &peers);
+        let mode = Mode::from_env();
+        let tx = SendBatch::new(mode, sock.as_raw_fd(), &peers);
         Core {
             engine,
             transport,
@@ -95,7 +96,7 @@ impl Core {
             backlog: VecDeque::new(),
             flushes: Vec::new(),
             delayed: Vec::new(),
-            rx: RecvBatch::new(),
+            rx: RecvBatch::new(mode),
             tx,
             failed: false,
             last_check: Instant::now(),
@@ -166,7 +167,7 @@ impl Core {
                     self.transport.receive(d, now);
                 }
             }
-            if n < RECV_BATCH {
+            if n < self.rx.capacity() {
                 break;
             }
             // Serve what this batch asked for before taking the next.
