@@ -268,7 +268,7 @@ impl Shmem {
     pub fn global_exit(&self, status: i32) -> ! {
         let rt = self.rt();
         if rt.config().debug {
-            eprintln!("PE {}: shmem_global_exit({status})", rt.my_pe());
+            conduits::report!("PE {}: shmem_global_exit({status})", rt.my_pe());
         }
         conduits::wait::note_job_exit();
         rt.conduit.global_exit(status)
@@ -301,7 +301,7 @@ impl Drop for Shmem {
             // failed PE; the launcher (or the peers' liveness checks)
             // ends the job.
             self.finalized = true;
-            eprintln!(
+            conduits::report!(
                 "PE {}: panicked; leaving the job without finalizing",
                 self.my_pe()
             );
@@ -311,7 +311,7 @@ impl Drop for Shmem {
             self.finalized = true;
             // SAFETY: as in `finalize`; drop runs once.
             if let Err(e) = unsafe { runtime::finish(self.rt.as_ptr()) } {
-                eprintln!("{e}");
+                conduits::report!("{e}");
             }
         }
     }

@@ -138,7 +138,7 @@ extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
         // process is exiting, nothing frees it any more.
         unsafe { (*p).me.to_string() }
     };
-    eprintln!(
+    conduits::report!(
         "PE {pe}: exited without calling shmem_finalize; ending the job with status {NOT_FINALIZED_STATUS}"
     );
     use std::io::Write as _;
@@ -299,7 +299,7 @@ impl Runtime {
             print!("{}", c.info_table());
         }
         if c.debug {
-            eprintln!(
+            conduits::report!(
                 "PE {}: shmem_init: {} PEs, segment {} bytes at {:p}, runtime region {:#x} bytes, heap {} at offset {:#x}",
                 self.me,
                 self.n,
@@ -362,7 +362,7 @@ impl Runtime {
         let timed_out = matches!(e, ConduitError::Timeout { .. });
         let e = ShmemError::conduit(self.me, call, e);
         if timed_out {
-            eprintln!("{e}; ending the job");
+            conduits::report!("{e}; ending the job");
             self.conduit.global_exit(WAIT_TIMEOUT_STATUS);
         }
         e
@@ -622,7 +622,7 @@ pub(crate) unsafe fn finish(rt: *mut Runtime) -> Result<()> {
     let r = unsafe { &*rt };
     let res = r.finalize();
     if r.config.debug {
-        eprintln!("PE {}: shmem_finalize: done", r.me);
+        conduits::report!("PE {}: shmem_finalize: done", r.me);
     }
     GLOBAL.store(std::ptr::null_mut(), Ordering::SeqCst);
     let mut backoff = Backoff::new();

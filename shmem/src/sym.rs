@@ -119,7 +119,7 @@ impl Shmem {
             unsafe { std::ptr::write_bytes(rt.local_addr(v.off), 0, bytes) };
         }
         if rt.config().debug {
-            eprintln!(
+            conduits::report!(
                 "PE {}: {call}: {len} x {} ({bytes} bytes, align {align}) at heap offset {heap_off:#x}",
                 rt.my_pe(),
                 std::any::type_name::<T>()
@@ -492,7 +492,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
             };
         }
         if rt.config().debug {
-            eprintln!(
+            conduits::report!(
                 "PE {}: {CALL}: {} -> {new_len} elements, heap offset {:#x} -> {:#x}",
                 rt.my_pe(),
                 self.len,
@@ -539,7 +539,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
                 source,
             })?;
         if rt.config().debug {
-            eprintln!(
+            conduits::report!(
                 "PE {}: {CALL}: heap offset {heap_off:#x} ({} elements)",
                 rt.my_pe(),
                 self.len
@@ -559,7 +559,7 @@ impl<T: Pod> Drop for SymVec<'_, T> {
             return;
         }
         if let Err(e) = self.release() {
-            eprintln!("{e}");
+            conduits::report!("{e}");
         }
     }
 }

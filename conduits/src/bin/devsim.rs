@@ -27,14 +27,14 @@ fn main() -> ExitCode {
         Some("board") => launch::board_main(&args[1..]),
         Some("launch") => launch::keeper_main(&args[1..]),
         _ => {
-            eprintln!("{USAGE}");
+            conduits::report!("{USAGE}");
             return ExitCode::from(2);
         }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("devsim: {e}");
+            conduits::report!("devsim: {e}");
             ExitCode::from(1)
         }
     }

@@ -871,9 +871,11 @@ impl FpgaConduit {
                 .get(e.handler)
                 .cloned();
             let Some(f) = f else {
-                eprintln!(
+                crate::report!(
                     "fshmem: PE {}: active message from PE {} names handler {} with no handler registered",
-                    self.rank, e.src, e.handler
+                    self.rank,
+                    e.src,
+                    e.handler
                 );
                 continue;
             };

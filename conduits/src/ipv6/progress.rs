@@ -357,7 +357,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>) {
     loop {
         if sh.stop.load(Ordering::Acquire) {
             if std::env::var_os("FSHMEM_IPV6_STATS").is_some() {
-                eprintln!("fshmem ipv6: {:?}", lock(&core).stats());
+                crate::report!("fshmem ipv6: {:?}", lock(&core).stats());
             }
             return;
         }

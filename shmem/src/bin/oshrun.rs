@@ -182,7 +182,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(msg) => {
-            eprintln!("oshrun: {msg}");
+            conduits::report!("oshrun: {msg}");
             ExitCode::from(2)
         }
     }
@@ -309,7 +309,7 @@ fn run(cli: Cli) -> Result<u8, String> {
                 continue;
             }
             if interrupted.is_none() {
-                eprintln!("oshrun: {}: stopping the job", signal_name(sig));
+                conduits::report!("oshrun: {}: stopping the job", signal_name(sig));
                 interrupted = Some(sig);
                 if stopping.is_none() {
                     stopping = Some(stop(&pes));
@@ -334,7 +334,7 @@ fn run(cli: Cli) -> Result<u8, String> {
         }
         if stopping.is_none() {
             if let Some((rank, outcome)) = first_failure {
-                eprintln!(
+                conduits::report!(
                     "oshrun: PE {rank} (pid {}) {}; stopping the other {running} PE{}",
                     pes[rank].pid,
                     describe(outcome),
@@ -352,7 +352,7 @@ fn run(cli: Cli) -> Result<u8, String> {
         }
     }
     if let (Some((rank, outcome)), false) = (first_failure, reported) {
-        eprintln!(
+        conduits::report!(
             "oshrun: PE {rank} (pid {}) {}",
             pes[rank].pid,
             describe(outcome)
@@ -364,11 +364,11 @@ fn run(cli: Cli) -> Result<u8, String> {
     drop(boards);
     let removed = remove_job_files(&job_id);
     if removed > 0 && std::env::var_os("SHMEM_DEBUG").is_some() {
-        eprintln!("oshrun: removed {removed} shared-memory files of job {job_id}");
+        conduits::report!("oshrun: removed {removed} shared-memory files of job {job_id}");
     }
 
     if let Some(e) = start_error {
-        eprintln!("oshrun: {e}");
+        conduits::report!("oshrun: {e}");
         return Ok(127);
     }
     if let Some(sig) = interrupted {
