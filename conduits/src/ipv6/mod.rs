@@ -50,7 +50,14 @@
 //! `FSHMEM_PEER_TIMEOUT` (default 10 s) is reported: every later call fails
 //! with [`ConduitError::PeerFailed`] naming it, so the job ends non-zero
 //! instead of hanging. A PE that leaves the bootstrap without finalizing
-//! fails the other PEs' next barrier the same way. [`Conduit::global_exit`]
+//! fails the other PEs' next barrier the same way, and one that vanishes at
+//! any other time (even with status 0) is reported by the rendezvous server
+//! to every other PE, whose progress thread watches the bootstrap
+//! connection ([`Bootstrap::check`]): their next call fails naming it.
+//! Every wait of the conduit (quiet, a blocking get or fetching atomic,
+//! flow control) fails with [`ConduitError::Timeout`] naming what it
+//! awaits when none of the PE's operations completes for
+//! `FSHMEM_WAIT_TIMEOUT`. [`Conduit::global_exit`]
 //! sends a request to a conduit-private system handler ([`EXIT_HANDLER`])
 //! on every peer, whose progress thread then exits the process.
 //!
@@ -72,12 +79,13 @@
 //! first unique-local (`fd00::/8`) address of the host, else to `::1`.
 
 mod batch;
+pub mod impair;
 pub(crate) mod net;
 mod progress;
 pub mod reliable;
 mod segment;
 
-pub use progress::Impair;
+pub use impair::Impair;
 
 use crate::bootstrap::{self, Bootstrap};
 use crate::error::{ConduitError, Result, check_range};
@@ -99,8 +107,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The conduit-private system handler that ends the process with the
-/// status in its first argument ([`Conduit::global_exit`]).
-pub const EXIT_HANDLER: u8 = 62;
+/// status in its first argument ([`Conduit::global_exit`]);
+/// [`gasnet_core::handlers::EXIT`].
+pub const EXIT_HANDLER: u8 = gasnet_core::handlers::EXIT;
 
 /// Largest contribution to [`Conduit::exchange`] (`spec/conduit.md` §8).
 pub const EXCHANGE_MAX: usize = 1024;
@@ -148,13 +157,26 @@ pub fn parse_duration(var: &str, v: &str) -> Result<Duration> {
         })
 }
 
-/// Parses `loss=5,dup=1,reorder=10` (percentages).
+/// Parses `loss=5,dup=1,reorder=10` (percentages) from
+/// `FSHMEM_IPV6_IMPAIR`.
 pub fn parse_impair(v: &str) -> Result<Impair> {
+    parse_impair_var("FSHMEM_IPV6_IMPAIR", v)
+}
+
+/// Parses `loss=5,dup=1,reorder=10` (percentages, each at most 50) read
+/// from variable `var`; errors name it.
+///
+/// ```
+/// let f = conduits::ipv6::parse_impair_var("X", "loss=5,reorder=10").unwrap();
+/// assert_eq!((f.loss, f.dup, f.reorder), (5.0, 0.0, 10.0));
+/// assert!(conduits::ipv6::parse_impair_var("X", "loss=90").is_err());
+/// ```
+pub fn parse_impair_var(var: &str, v: &str) -> Result<Impair> {
     let mut f = Impair::default();
     for part in v.split(',').filter(|p| !p.trim().is_empty()) {
         let bad = || {
             ConduitError::Bootstrap(format!(
-                "FSHMEM_IPV6_IMPAIR={v:?}: expected loss=P,dup=P,reorder=P (percent)"
+                "{var}={v:?}: expected loss=P,dup=P,reorder=P (percent)"
             ))
         };
         let (k, x) = part.split_once('=').ok_or_else(bad)?;
@@ -289,7 +311,7 @@ pub struct Ipv6Conduit {
     core: Arc<Mutex<Core>>,
     sock_fd: i32,
     thread: Mutex<Option<JoinHandle<()>>>,
-    boot: Mutex<Box<dyn Bootstrap>>,
+    boot: Arc<Mutex<Box<dyn Bootstrap>>>,
     next_tag: AtomicU64,
     finalized: AtomicBool,
     addr: SocketAddrV6,
@@ -492,10 +514,11 @@ impl Ipv6Conduit {
         );
         let sock_fd = core.sock_fd();
         let core = Arc::new(Mutex::new(core));
-        let (c2, s2) = (core.clone(), shared.clone());
+        let boot = Arc::new(Mutex::new(boot));
+        let (c2, s2, b2) = (core.clone(), shared.clone(), boot.clone());
         let thread = std::thread::Builder::new()
             .name(format!("fshmem-progress-{rank}"))
-            .spawn(move || progress::run(c2, s2))?;
+            .spawn(move || progress::run(c2, s2, b2))?;
         let c = Ipv6Conduit {
             rank,
             size,
@@ -505,7 +528,7 @@ impl Ipv6Conduit {
             core,
             sock_fd,
             thread: Mutex::new(Some(thread)),
-            boot: Mutex::new(boot),
+            boot,
             next_tag: AtomicU64::new(1),
             finalized: AtomicBool::new(false),
             addr,
@@ -583,10 +606,18 @@ impl Ipv6Conduit {
         }
         let issued = self.shared.issued.load(Ordering::Acquire);
         if issued.saturating_sub(self.shared.completed.load(Ordering::Acquire)) >= MAX_PENDING {
-            self.drive_until(|| {
-                issued.saturating_sub(self.shared.completed.load(Ordering::Acquire))
-                    < MAX_PENDING / 2
-            })?;
+            self.drive_until(
+                || {
+                    issued.saturating_sub(self.shared.completed.load(Ordering::Acquire))
+                        < MAX_PENDING / 2
+                },
+                || {
+                    format!(
+                        "room among its {MAX_PENDING} outstanding operations (PE {})",
+                        self.rank
+                    )
+                },
+            )?;
         }
         let tag = self.tag();
         self.shared.issued.fetch_add(1, Ordering::AcqRel);
@@ -595,15 +626,22 @@ impl Ipv6Conduit {
     }
 
     /// Drives the core from this thread until `cond` holds: polls the
-    /// socket while spinning, then yielding, then sleeps in `poll(2)` on it
-    /// until the transport's next deadline. Fails if a peer failed.
-    fn drive_until(&self, mut cond: impl FnMut() -> bool) -> Result<()> {
+    /// socket while spinning, then yielding, then sleeping in `poll(2)` on it
+    /// until the transport's next deadline. Fails if a peer failed, and with
+    /// [`ConduitError::Timeout`] naming `what()` when none of this PE's
+    /// operations completes for `FSHMEM_WAIT_TIMEOUT`.
+    fn drive_until(
+        &self,
+        mut cond: impl FnMut() -> bool,
+        what: impl Fn() -> String,
+    ) -> Result<()> {
         if cond() {
             return Ok(());
         }
         let s = &*self.shared;
         let _driving = Driving::new(s);
         let mut b = Backoff::new();
+        let mut completed = s.completed.load(Ordering::Acquire);
         loop {
             if cond() {
                 return Ok(());
@@ -611,37 +649,57 @@ impl Ipv6Conduit {
             self.check_failed()?;
             let worked = progress::try_lock(&self.core).is_some_and(|mut c| c.step(s));
             if worked {
-                b.reset();
+                // Completions are progress towards what is awaited (the
+                // timeout clock restarts); other traffic only keeps the
+                // wait spinning.
+                let now = s.completed.load(Ordering::Acquire);
+                if now != completed {
+                    completed = now;
+                    b.reset();
+                } else {
+                    b.respin();
+                }
                 continue;
+            }
+            if let Some(waited) = b.timed_out() {
+                return Err(ConduitError::Timeout {
+                    what: what(),
+                    waited,
+                });
             }
             if b.steps() < DRIVE_STEPS_BEFORE_SLEEP {
                 b.snooze();
                 continue;
             }
+            // Sleeping steps count too (the timeout clock is read on them).
+            b.snooze();
             let t = progress::try_lock(&self.core)
                 .map_or(Duration::ZERO, |c| c.idle_for(DRIVE_MAX_SLEEP));
             if cond() {
                 return Ok(());
             }
-            if t.is_zero() {
-                std::thread::yield_now();
-            } else {
+            if !t.is_zero() {
                 net::wait_readable(Some(self.sock_fd), s.wake.fd(), t);
             }
         }
     }
 
-    fn wait_tag(&self, tag: u64) -> Result<Outcome> {
+    /// Waits for the outcome posted under `tag`; `what` names the
+    /// operation for a timeout report.
+    fn wait_tag(&self, tag: u64, what: impl Fn() -> String) -> Result<Outcome> {
         let mut out = None;
-        self.drive_until(|| {
-            out = self.shared.take(tag);
-            out.is_some()
-        })?;
+        self.drive_until(
+            || {
+                out = self.shared.take(tag);
+                out.is_some()
+            },
+            what,
+        )?;
         out.ok_or_else(|| ConduitError::Io("lost outcome".into()))
     }
 
-    fn wait_value(&self, tag: u64) -> Result<Completion> {
-        match self.wait_tag(tag)? {
+    fn wait_value(&self, tag: u64, what: impl Fn() -> String) -> Result<Completion> {
+        match self.wait_tag(tag, what)? {
             Outcome::Done(c, None) => Ok(c),
             Outcome::Done(_, Some(e)) => Err(e),
             _ => Err(ConduitError::Io("unexpected outcome".into())),
@@ -689,7 +747,10 @@ impl Ipv6Conduit {
             core.flush(tag);
         }
         let deadline = Instant::now() + Duration::from_secs(2);
-        let _ = self.drive_until(|| Instant::now() >= deadline || self.shared.take(tag).is_some());
+        let _ = self.drive_until(
+            || Instant::now() >= deadline || self.shared.take(tag).is_some(),
+            || "the acknowledgements of its global-exit requests".to_string(),
+        );
     }
 }
 
@@ -777,7 +838,14 @@ impl Conduit for Ipv6Conduit {
                 into: GetInto::Segment(at),
             };
             let tag = self.submit(cmd, Want::Value)?;
-            return self.wait_value(tag).map(|_| ());
+            return self
+                .wait_value(tag, || {
+                    format!(
+                        "the data of a blocking get of {} bytes from PE {pe} at offset {offset:#x}",
+                        dst.len()
+                    )
+                })
+                .map(|_| ());
         }
         let mut tags = Vec::with_capacity(dst.len().div_ceil(CHUNK));
         for (k, part) in dst.chunks(CHUNK).enumerate() {
@@ -790,7 +858,9 @@ impl Conduit for Ipv6Conduit {
             tags.push(self.submit(cmd, Want::Value)?);
         }
         for (tag, part) in tags.into_iter().zip(dst.chunks_mut(CHUNK)) {
-            let c = self.wait_value(tag)?;
+            let c = self.wait_value(tag, || {
+                format!("the data of a blocking get from PE {pe} at offset {offset:#x}")
+            })?;
             part.copy_from_slice(&c.data[..part.len()]);
         }
         Ok(())
@@ -866,7 +936,11 @@ impl Conduit for Ipv6Conduit {
             return Ok(0);
         }
         let tag = self.submit(cmd, Want::Value)?;
-        Ok(self.wait_value(tag)?.value)
+        Ok(self
+            .wait_value(tag, || {
+                format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}")
+            })?
+            .value)
     }
 
     fn put_signal(
@@ -903,7 +977,16 @@ impl Conduit for Ipv6Conduit {
 
     fn quiet(&self) -> Result<()> {
         let target = self.shared.issued.load(Ordering::Acquire);
-        self.drive_until(|| self.shared.completed.load(Ordering::Acquire) >= target)?;
+        self.drive_until(
+            || self.shared.completed.load(Ordering::Acquire) >= target,
+            || {
+                let done = self.shared.completed.load(Ordering::Acquire);
+                format!(
+                    "{} of its operations to complete in quiet (acknowledged by their targets)",
+                    target.saturating_sub(done)
+                )
+            },
+        )?;
         match self
             .shared
             .nbi_error
@@ -974,6 +1057,7 @@ impl Conduit for Ipv6Conduit {
     }
 
     fn global_exit(&self, status: i32) -> ! {
+        crate::wait::note_job_exit();
         self.broadcast_exit(status);
         std::process::exit(status)
     }

@@ -11,6 +11,7 @@
 //! not compete for datagrams or for the CPU they are often pinned to.
 
 use super::batch::{Mode, RecvBatch, SendBatch};
+use super::impair::{Impair, Impairer};
 use super::reliable::{PeerSilent, Transport};
 use super::segment::SegMemory;
 use super::{Outcome, Shared, Want};
@@ -23,18 +24,6 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
-
-/// Deterministic datagram impairment for tests (`FSHMEM_IPV6_IMPAIR`):
-/// percentages of datagrams dropped, duplicated and delayed (reordered).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Impair {
-    /// Percent dropped.
-    pub loss: f64,
-    /// Percent sent twice.
-    pub dup: f64,
-    /// Percent held back 0.1–2 ms.
-    pub reorder: f64,
-}
 
 /// `exit_status` value meaning no global exit was requested.
 pub(crate) const NO_EXIT: i64 = i64::MIN;
@@ -53,6 +42,12 @@ const MAX_SLEEP: Duration = Duration::from_millis(10);
 /// application thread drives, before it looks again.
 const PARK: Duration = Duration::from_millis(1);
 
+/// How often the progress thread asks the bootstrap service for failures.
+const BOOT_CHECK: Duration = Duration::from_millis(20);
+
+/// The PE's bootstrap service, shared with the progress thread.
+pub(crate) type BootRef = Arc<Mutex<Box<dyn crate::bootstrap::Bootstrap>>>;
+
 /// Batches of datagrams taken from the socket per step at most.
 const RECV_ROUNDS: usize = 8;
 
@@ -62,12 +57,10 @@ pub(crate) struct Core {
     transport: Transport,
     sock: UdpSocket,
     peers: Vec<SocketAddrV6>,
-    impair: Option<Impair>,
-    rng: u64,
+    impair: Option<Impairer>,
     waiting: HashMap<u64, Want>,
     backlog: VecDeque<(u64, Command)>,
     flushes: Vec<u64>,
-    delayed: Vec<(Instant, usize, Vec<u8>)>,
     rx: RecvBatch,
     tx: SendBatch,
     failed: bool,
@@ -90,12 +83,10 @@ impl Core {
             transport,
             sock,
             peers,
-            impair,
-            rng: seed | 1,
+            impair: impair.map(|f| Impairer::new(f, seed)),
             waiting: HashMap::new(),
             backlog: VecDeque::new(),
             flushes: Vec::new(),
-            delayed: Vec::new(),
             rx: RecvBatch::new(mode),
             tx,
             failed: false,
@@ -174,17 +165,11 @@ impl Core {
             self.pump(sh, now);
         }
         work |= self.pump(sh, now);
-        if !self.delayed.is_empty() {
-            let mut k = 0;
-            while k < self.delayed.len() {
-                if self.delayed[k].0 <= now {
-                    let (_, d, b) = self.delayed.swap_remove(k);
-                    self.tx.push(d, &b);
-                } else {
-                    k += 1;
-                }
+        if let Some(imp) = self.impair.as_mut() {
+            let tx = &mut self.tx;
+            if imp.release(now, &mut |d, b| tx.push(d as usize, b)) {
+                self.tx.flush();
             }
-            self.tx.flush();
         }
         if !self.flushes.is_empty() && !self.transport.has_unacked() {
             for tag in self.flushes.drain(..) {
@@ -199,6 +184,10 @@ impl Core {
             self.transport.transmit(later, &mut |dst, bytes| {
                 let _ = sock.send_to(bytes, peers[dst as usize]);
             });
+            // The job ends: this exit is not a PE failure (the runtime's
+            // exit hook must not turn status 0 into "exited without
+            // finalize").
+            crate::wait::note_job_exit();
             std::process::exit(status as i32);
         }
         // Liveness.
@@ -258,27 +247,13 @@ impl Core {
             }
             work = true;
         }
-        let (tx, impair) = (&mut self.tx, self.impair);
-        let (rng, delayed) = (&mut self.rng, &mut self.delayed);
+        let (tx, impair) = (&mut self.tx, &mut self.impair);
         let mut sent = 0usize;
         self.transport.transmit(now, &mut |dst, bytes| {
             sent += 1;
             match impair {
                 None => tx.push(dst as usize, bytes),
-                Some(f) => {
-                    if chance(rng, f.loss) {
-                        return;
-                    }
-                    let copies = if chance(rng, f.dup) { 2 } else { 1 };
-                    for _ in 0..copies {
-                        if chance(rng, f.reorder) {
-                            let hold = Duration::from_micros(100 + xorshift(rng) % 1900);
-                            delayed.push((now + hold, dst as usize, bytes.to_vec()));
-                        } else {
-                            tx.push(dst as usize, bytes);
-                        }
-                    }
-                }
+                Some(imp) => imp.pass(now, dst, bytes, &mut |d, b| tx.push(d as usize, b)),
             }
         });
         self.tx.flush();
@@ -292,7 +267,7 @@ impl Core {
         if let Some(d) = self.transport.next_deadline() {
             t = t.min(d.saturating_duration_since(now));
         }
-        if let Some(d) = self.delayed.iter().map(|d| d.0).min() {
+        if let Some(d) = self.impair.as_ref().and_then(Impairer::next_release) {
             t = t.min(d.saturating_duration_since(now));
         }
         if !self.flushes.is_empty() || !self.backlog.is_empty() {
@@ -351,10 +326,20 @@ pub(crate) fn try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
 
 /// The progress thread: serves the socket whenever no application thread
 /// drives, sleeping in `poll(2)` when there is nothing to do.
-pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>) {
+pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef) {
     let sock_fd = lock(&core).sock_fd();
     let mut last_work = Instant::now();
+    let mut last_boot_check = Instant::now();
     loop {
+        // A failure the bootstrap service announced (a PE vanished).
+        if last_boot_check.elapsed() >= BOOT_CHECK {
+            last_boot_check = Instant::now();
+            if let Ok(mut b) = boot.try_lock() {
+                if let Err(e) = b.check() {
+                    sh.fail(e);
+                }
+            }
+        }
         if sh.stop.load(Ordering::Acquire) {
             if std::env::var_os("FSHMEM_IPV6_STATS").is_some() {
                 crate::report!("fshmem ipv6: {:?}", lock(&core).stats());
@@ -386,15 +371,4 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>) {
         // Whatever woke us is likely the start of more traffic.
         last_work = Instant::now();
     }
-}
-
-fn xorshift(s: &mut u64) -> u64 {
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    s.wrapping_mul(0x2545_F491_4F6C_DD1D)
-}
-
-fn chance(s: &mut u64, percent: f64) -> bool {
-    percent > 0.0 && (xorshift(s) % 1_000_000) as f64 / 10_000.0 < percent
 }

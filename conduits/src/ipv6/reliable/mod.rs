@@ -35,8 +35,9 @@ pub const RECV_WINDOW: usize = 1024;
 
 /// The handler index of the transport's keepalive probe: a Short *reply*
 /// that the receiving transport acknowledges and discards (it never reaches
-/// the engine). Reserved for the ipv6 conduit in the system range.
-pub const PROBE_HANDLER: u8 = 63;
+/// the engine): [`gasnet_core::handlers::PROBE`], reserved in the system
+/// range for this transport wherever it runs (ipv6 bridge, devsim links).
+pub const PROBE_HANDLER: u8 = gasnet_core::handlers::PROBE;
 
 /// Tunables of the transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
