@@ -101,3 +101,17 @@ fn mpich_hydra_launches_over_pmi() {
         assert!(out.stdout.contains(want), "{out:?}");
     }
 }
+
+/// `shmem_global_exit(0)` from one PE ends every PE with 0: the peers
+/// that the exit request ends are not reported as having exited without
+/// finalizing.
+#[test]
+fn shmem_global_exit_0_ends_the_job_with_0() {
+    for status in [0, 5] {
+        let s = status.to_string();
+        let j = ipv6_job(4, &example("fault"), &["global-exit", &s], &[], TIMEOUT);
+        assert_eq!(j.out.code(), Some(status), "{j:?}");
+        assert!(!j.out.stderr.contains("without calling"), "{j:?}");
+        assert!(!j.out.stdout.contains("wait_until returned"), "{j:?}");
+    }
+}
