@@ -11,8 +11,8 @@
 //! health-check faults, the compute core — are in `conduits`.)
 
 use fshmem_tests::{
-    JOB_TIMEOUT, bin, example, fpga_job, finish, oshrun_cmd, run, shm_files, spawn,
-    unique_job_id, wait_for,
+    JOB_TIMEOUT, bin, example, finish, fpga_job, oshrun_cmd, run, shm_files, spawn, unique_job_id,
+    wait_for,
 };
 use std::time::Duration;
 

@@ -477,8 +477,7 @@ fn serve_rounds(conns: Vec<Option<TcpStream>>, size: usize) -> Result<()> {
             }
         }
         if let Some((r, why)) = failure {
-            let mut conns: Vec<Option<TcpStream>> =
-                members.into_iter().map(|m| m.conn).collect();
+            let mut conns: Vec<Option<TcpStream>> = members.into_iter().map(|m| m.conn).collect();
             fail_all(&mut conns, r, &why);
             return Err(ConduitError::PeerFailed { pe: r, reason: why });
         }

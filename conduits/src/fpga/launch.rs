@@ -298,8 +298,9 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
     };
     let result = (|| -> Result<(), String> {
         let peer_timeout = match std::env::var("FSHMEM_PEER_TIMEOUT") {
-            Ok(v) => crate::ipv6::parse_duration("FSHMEM_PEER_TIMEOUT", &v)
-                .map_err(|e| e.to_string())?,
+            Ok(v) => {
+                crate::ipv6::parse_duration("FSHMEM_PEER_TIMEOUT", &v).map_err(|e| e.to_string())?
+            }
             Err(_) => crate::ipv6::DEFAULT_PEER_TIMEOUT,
         };
         let impair = match std::env::var("FSHMEM_DEVSIM_IMPAIR") {
@@ -435,7 +436,10 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
                 }
                 if let Ok(Some(st)) = c.try_wait() {
                     reported[n] = true;
-                    crate::report!("devsim: board {n} (pid {}) stopped unexpectedly ({st})", c.id());
+                    crate::report!(
+                        "devsim: board {n} (pid {}) stopped unexpectedly ({st})",
+                        c.id()
+                    );
                     let _ = std::fs::remove_dir_all(&dirs[n]);
                 }
             }

@@ -57,6 +57,21 @@
 //! a slow one is reading. Packets that reach a board before its host has
 //! enabled it are held by the board, so early PEs cannot lose traffic to a
 //! late one's reset.
+//!
+//! # Failure
+//!
+//! At attach the PEs exchange their process ids, their devsim boards'
+//! process ids and directories, and their host names. Every wait of the
+//! conduit, and [`Conduit::poll`] at most every 10 ms, runs the slow
+//! checks: a global exit (the exit word; the process then exits as a job
+//! exit, [`crate::wait::note_job_exit`]), `ERR_STATUS.PEER_TIMEOUT` of this
+//! PE's board (a link peer that stopped answering for the peer timeout,
+//! named by `ERR_INFO`), a peer PE on this host whose process ended without
+//! finalizing ([`FINALIZED_MARK`] in its board directory says it did), a
+//! peer's or this PE's board process that is gone. Each fails the call with
+//! [`ConduitError::PeerFailed`] naming the PE. Waits that make no progress
+//! for `FSHMEM_WAIT_TIMEOUT` fail with [`ConduitError::Timeout`] naming
+//! what they await.
 
 pub mod bar;
 pub mod devsim;
@@ -656,7 +671,10 @@ impl FpgaConduit {
                 if pe == self.rank || !p.checkable {
                     continue;
                 }
-                if p.dir.as_ref().is_some_and(|d| d.join(FINALIZED_MARK).exists()) {
+                if p.dir
+                    .as_ref()
+                    .is_some_and(|d| d.join(FINALIZED_MARK).exists())
+                {
                     continue;
                 }
                 if p.pid != 0 && !process_alive(p.pid) {
@@ -721,7 +739,9 @@ impl FpgaConduit {
                 b.reset();
                 continue;
             }
-            self.step_wait(&mut b, || format!("{len} bytes of staging space (completions of earlier puts and gets)"))?;
+            self.step_wait(&mut b, || {
+                format!("{len} bytes of staging space (completions of earlier puts and gets)")
+            })?;
         }
     }
 
@@ -736,7 +756,9 @@ impl FpgaConduit {
                     return Ok(c);
                 }
             }
-            self.step_wait(&mut b, || format!("the completion of command {tag} from its board"))?;
+            self.step_wait(&mut b, || {
+                format!("the completion of command {tag} from its board")
+            })?;
         }
     }
 
@@ -849,7 +871,9 @@ impl FpgaConduit {
                     };
                 }
             }
-            self.step_wait(&mut b, || format!("the completions of {} gets from its board", tags.len()))?;
+            self.step_wait(&mut b, || {
+                format!("the completions of {} gets from its board", tags.len())
+            })?;
         }
     }
 

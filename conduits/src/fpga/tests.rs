@@ -2,9 +2,9 @@
 
 use super::devsim::compute::GemmCore;
 use super::devsim::link::ReliableLink;
-use crate::ipv6::Impair;
 use super::devsim::{BoardModel, Fault};
 use super::*;
+use crate::ipv6::Impair;
 use gasnet_core::cmd::Status;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -348,7 +348,13 @@ fn lossy_duplicating_reordering_links_deliver_everything_exactly() {
         reorder: 20.0,
     };
     let n = 3;
-    let b = TestBoards::start_with("lossy", n, Fault::None, Duration::from_secs(10), Some(impair));
+    let b = TestBoards::start_with(
+        "lossy",
+        n,
+        Fault::None,
+        Duration::from_secs(10),
+        Some(impair),
+    );
     let dirs = b.dirs.clone();
     let ts: Vec<_> = (0..n)
         .map(|r| {
@@ -364,18 +370,23 @@ fn lossy_duplicating_reordering_links_deliver_everything_exactly() {
                 c.put(to, 0, &big).unwrap();
                 c.put(to, 300_000, &[r as u8 + 1; 24]).unwrap();
                 for k in 0..200u64 {
-                    c.atomic(to, 400_000, AmoOp::Add, AmoWidth::W64, k, 0).unwrap();
+                    c.atomic(to, 400_000, AmoOp::Add, AmoWidth::W64, k, 0)
+                        .unwrap();
                 }
                 c.barrier().unwrap();
                 let from = (r + n - 1) % n;
                 let mut back = vec![0u8; 200_000];
                 c.get(r, 0, &mut back).unwrap();
-                let want: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + from as u32) as u8).collect();
+                let want: Vec<u8> = (0..200_000u32)
+                    .map(|i| (i * 7 + from as u32) as u8)
+                    .collect();
                 assert!(back == want, "PE {r}: the fragmented put arrived damaged");
                 let mut remote = vec![0u8; 200_000];
                 c.get(to, 0, &mut remote).unwrap();
                 assert!(remote == big, "PE {r}: the get across a lossy link differs");
-                let sum = c.atomic(r, 400_000, AmoOp::Fetch, AmoWidth::W64, 0, 0).unwrap();
+                let sum = c
+                    .atomic(r, 400_000, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .unwrap();
                 assert_eq!(sum, (0..200).sum::<u64>());
                 let mut small = [0u8; 24];
                 c.get(r, 300_000, &mut small).unwrap();
@@ -391,13 +402,7 @@ fn lossy_duplicating_reordering_links_deliver_everything_exactly() {
 
 #[test]
 fn a_board_that_stops_answering_is_reported_naming_its_pe() {
-    let mut b = TestBoards::start_with(
-        "silent",
-        2,
-        Fault::None,
-        Duration::from_millis(300),
-        None,
-    );
+    let mut b = TestBoards::start_with("silent", 2, Fault::None, Duration::from_millis(300), None);
     let c0 = open(&b, 0, 1 << 20);
     let c1 = open(&b, 1, 1 << 20);
     c0.put(1, 0, b"before").unwrap();
@@ -412,5 +417,9 @@ fn a_board_that_stops_answering_is_reported_naming_its_pe() {
         }
         other => panic!("expected PE 1 to be reported: {other:?}"),
     }
-    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
 }

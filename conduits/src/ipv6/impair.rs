@@ -42,7 +42,11 @@ impl Impairer {
         if chance(&mut self.rng, self.f.loss) {
             return;
         }
-        let copies = if chance(&mut self.rng, self.f.dup) { 2 } else { 1 };
+        let copies = if chance(&mut self.rng, self.f.dup) {
+            2
+        } else {
+            1
+        };
         for _ in 0..copies {
             if chance(&mut self.rng, self.f.reorder) {
                 let hold = Duration::from_micros(100 + xorshift(&mut self.rng) % 1900);

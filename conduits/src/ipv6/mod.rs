@@ -630,11 +630,7 @@ impl Ipv6Conduit {
     /// until the transport's next deadline. Fails if a peer failed, and with
     /// [`ConduitError::Timeout`] naming `what()` when none of this PE's
     /// operations completes for `FSHMEM_WAIT_TIMEOUT`.
-    fn drive_until(
-        &self,
-        mut cond: impl FnMut() -> bool,
-        what: impl Fn() -> String,
-    ) -> Result<()> {
+    fn drive_until(&self, mut cond: impl FnMut() -> bool, what: impl Fn() -> String) -> Result<()> {
         if cond() {
             return Ok(());
         }

@@ -50,8 +50,11 @@ Environment read by the PEs (passed through unchanged):
   SHMEM_DEBUG           print debugging output when set to 1
   SHMEM_INFO            print the library's configuration at start-up
   SHMEM_VERSION         print the library version at start-up
-  FSHMEM_PEER_TIMEOUT   ipv6: silence before a peer is declared failed (10s)
+  FSHMEM_PEER_TIMEOUT   ipv6, fpga board links: silence before a peer is
+                        declared failed (10s)
   FSHMEM_FPGA_WINDOW    fpga: each devsim board's DDR window (default 1G)
+  FSHMEM_DEVSIM_IMPAIR  fpga, testing: loss=5,dup=1,reorder=10 (percent of
+                        the board link datagrams dropped/duplicated/delayed)
 
 Exit status: 0 when every PE exits 0; otherwise the status of the first PE
 that failed (128+signal for a PE killed by a signal), after stopping the

@@ -369,7 +369,7 @@ impl ReliableLink {
         peer_timeout: Duration,
         impair: Option<Impair>,
     ) -> io::Result<ReliableLink> {
-        let seed = 0x5eed_0f_b0a2d ^ (node as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let seed = 0x05ee_d0fb_0a2d ^ (node as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         Ok(ReliableLink {
             udp: UdpLink::bind(node)?,
             cfg: reliable::Config {
@@ -404,7 +404,10 @@ impl ReliableLink {
 
     /// The transport's counters (zero before the peer table is set).
     pub fn stats(&self) -> reliable::Stats {
-        self.transport.as_ref().map(Transport::stats).unwrap_or_default()
+        self.transport
+            .as_ref()
+            .map(Transport::stats)
+            .unwrap_or_default()
     }
 
     /// Moves datagrams: socket to transport, held (impaired) datagrams
@@ -443,7 +446,10 @@ impl ReliableLink {
             if let Err(e) = t.check(now) {
                 self.failed = Some((
                     e.peer,
-                    format!("{} (FSHMEM_PEER_TIMEOUT {:?})", e.reason, self.cfg.peer_timeout),
+                    format!(
+                        "{} (FSHMEM_PEER_TIMEOUT {:?})",
+                        e.reason, self.cfg.peer_timeout
+                    ),
                 ));
             }
         }
