@@ -578,7 +578,8 @@ fn svg(rows: &[Row], title: &str) -> String {
     const R: f64 = 30.0;
     const T: f64 = 50.0;
     const B: f64 = 70.0;
-    let series: [(&str, &str, &str); 2] = [("put_bw", "put", "#1f5fbf"), ("get_bw", "get", "#d9641e")];
+    let series: [(&str, &str, &str); 2] =
+        [("put_bw", "put", "#1f5fbf"), ("get_bw", "get", "#d9641e")];
     let pts = |test: &str| -> Vec<(usize, f64)> {
         rows.iter()
             .filter(|r| r.test == test)
@@ -587,7 +588,12 @@ fn svg(rows: &[Row], title: &str) -> String {
     };
     let all: Vec<(usize, f64)> = series.iter().flat_map(|s| pts(s.0)).collect();
     let xmin = all.iter().map(|p| p.0).min().unwrap_or(MIN_SIZE).max(1);
-    let xmax = all.iter().map(|p| p.0).max().unwrap_or(4 << 20).max(xmin * 2);
+    let xmax = all
+        .iter()
+        .map(|p| p.0)
+        .max()
+        .unwrap_or(4 << 20)
+        .max(xmin * 2);
     let (lx0, lx1) = ((xmin as f64).log2(), (xmax as f64).log2());
     let ymax = nice_ceil(all.iter().map(|p| p.1).fold(0.0, f64::max) * 1.05);
     let x = |size: usize| L + ((size as f64).log2() - lx0) / (lx1 - lx0) * (W - L - R);
@@ -632,7 +638,10 @@ fn svg(rows: &[Row], title: &str) -> String {
             H - B
         );
         if k % 2 == 0 || size == xmax {
-            let label = human_size(size).replace(" KiB", "K").replace(" MiB", "M").replace(" B", "");
+            let label = human_size(size)
+                .replace(" KiB", "K")
+                .replace(" MiB", "M")
+                .replace(" B", "");
             let _ = writeln!(
                 s,
                 r#"<text x="{xx:.1}" y="{:.1}" text-anchor="middle">{label}</text>"#,
@@ -707,7 +716,9 @@ fn run(sh: &Shmem, opts: &Opts) -> Result<(), Box<dyn std::error::Error>> {
         return Err("osu needs at least 2 PEs (oshrun -n 2 osu)".into());
     }
     // The get-bandwidth window needs `window * size` bytes (see get_bw).
-    let get_room = opts.max_size.max(GET_WINDOW_BYTES.min(WINDOW * opts.max_size));
+    let get_room = opts
+        .max_size
+        .max(GET_WINDOW_BYTES.min(WINDOW * opts.max_size));
     let b = Bench {
         sh,
         me,
