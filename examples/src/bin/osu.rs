@@ -555,18 +555,19 @@ fn csv(rows: &[Row]) -> String {
     s
 }
 
-/// A round number at or above `v` for the top of an axis: 1, 2 or 5 x 10^k.
-fn nice_ceil(v: f64) -> f64 {
-    if v <= 0.0 || !v.is_finite() {
+/// The step of a five-step axis that reaches at least `v`: 1, 2, 2.5 or 5
+/// times a power of ten.
+fn nice_step(v: f64) -> f64 {
+    let raw = v / 5.0;
+    if raw <= 0.0 || !raw.is_finite() {
         return 1.0;
     }
-    let p = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 5.0, 10.0] {
-        if m * p >= v {
-            return m * p;
-        }
-    }
-    10.0 * p
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&step| step >= raw)
+        .unwrap_or(10.0 * p)
 }
 
 /// The bandwidth plot: MB/s against message size on a log2 axis, one
@@ -595,7 +596,7 @@ fn svg(rows: &[Row], title: &str) -> String {
         .unwrap_or(4 << 20)
         .max(xmin * 2);
     let (lx0, lx1) = ((xmin as f64).log2(), (xmax as f64).log2());
-    let ymax = nice_ceil(all.iter().map(|p| p.1).fold(0.0, f64::max) * 1.05);
+    let ymax = 5.0 * nice_step(all.iter().map(|p| p.1).fold(0.0, f64::max) * 1.02);
     let x = |size: usize| L + ((size as f64).log2() - lx0) / (lx1 - lx0) * (W - L - R);
     let y = |v: f64| H - B - v / ymax * (H - T - B);
 
