@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
     char *buf = shmem_malloc(MIB);
     long *flag = shmem_calloc(1, sizeof(long));
     long *ctr = shmem_calloc(1, sizeof(long));
-    char *src = malloc(MIB);
+    char *src = aligned_alloc(4096, MIB); /* page-aligned, as osu.rs */
     memset(src, 1, MIB);
     double t[BATCHES];
     long long per = iters / BATCHES > 0 ? iters / BATCHES : 1;
