@@ -483,8 +483,15 @@ impl<'s> Bench<'s> {
         let me = self.me;
         let ns = self.time_pair(per, |i| {
             if me == 0 {
+                // Spin, yielding now and then for jobs with more PEs than cores.
+                let mut spins = 0u32;
                 while w.atomic_fetch(BOUNCE, 1)? != 2 * i {
-                    std::hint::spin_loop();
+                    spins += 1;
+                    if spins % 1024 == 0 {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
                 }
                 w.atomic_fetch_add(BOUNCE, 1, 1)?;
             } else {
