@@ -877,6 +877,53 @@ mod tests {
     }
 
     #[test]
+    fn a_pe_vanishing_between_collectives_is_announced_to_the_others() {
+        let server = Server::start(local(), 3, Duration::from_secs(10)).unwrap();
+        let addr = server.addr().to_string();
+        let mut clients: Vec<Client> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3)
+                .map(|r| {
+                    let addr = addr.clone();
+                    s.spawn(move || {
+                        let mut c = Client::join(&addr, r, 3, Duration::from_secs(10)).unwrap();
+                        c.barrier().unwrap();
+                        c
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for c in &mut clients {
+            assert!(c.check().is_ok());
+        }
+        // PE 2 vanishes without a goodbye, outside any collective.
+        drop(clients.pop());
+        let start = Instant::now();
+        for c in &mut clients {
+            let e = loop {
+                match c.check() {
+                    Err(e) => break e,
+                    Ok(()) => {
+                        assert!(start.elapsed() < Duration::from_secs(2), "not announced");
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+            };
+            match e {
+                ConduitError::PeerFailed { pe: 2, reason } => {
+                    assert!(reason.contains("without finalizing"), "{reason}")
+                }
+                other => panic!("expected PE 2 to fail: {other:?}"),
+            }
+            // Later collectives fail the same way instead of hanging.
+            assert!(matches!(
+                c.barrier(),
+                Err(ConduitError::PeerFailed { pe: 2, .. })
+            ));
+        }
+    }
+
+    #[test]
     fn nobody_listening_times_out_with_a_clear_error() {
         let port = TcpListener::bind(local())
             .unwrap()
