@@ -415,3 +415,9 @@ pub fn global_exit(status: i32) -> ! {
     let _ = with_runtime("shmem_global_exit", |rt| rt.conduit.global_exit(status));
     std::process::exit(status)
 }
+
+/// The README's Rust example, compiled and run (as a one-PE job) by
+/// `cargo test --doc` so it cannot drift from the API.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;
