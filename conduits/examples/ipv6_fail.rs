@@ -2,13 +2,19 @@
 //! `FSHMEM_PEER_TIMEOUT=1s oshrun -n N --conduit ipv6 ipv6_fail`: PE 1 stops
 //! itself (SIGSTOP: alive, silent) after the job assembled; PE 0 then gets
 //! from it and must fail within the timeout with an error naming PE 1,
-//! print it and exit 3, so the job ends non-zero instead of hanging.
+//! print it and exit 3, so the job ends non-zero instead of hanging. With
+//! `FSHMEM_WAIT_TIMEOUT` shorter than the peer timeout the get's wait
+//! times out first instead: PE 0 prints what it waited for and exits 4.
 
 use conduits::{AnyConduit, Conduit, ConduitError, JobEnv};
 use std::time::{Duration, Instant};
 
 fn main() {
     let job = JobEnv::from_env().expect("job environment");
+    if let Ok(v) = std::env::var("FSHMEM_WAIT_TIMEOUT") {
+        let t = conduits::ipv6::parse_duration("FSHMEM_WAIT_TIMEOUT", &v).expect("a duration");
+        conduits::wait::set_timeout(Some(t));
+    }
     let c = AnyConduit::attach(&job, 1 << 16).expect("attach");
     c.barrier().expect("first barrier");
     match c.rank() {
@@ -28,6 +34,10 @@ fn main() {
                         t.elapsed().as_secs_f64()
                     );
                     std::process::exit(3);
+                }
+                Err(e @ ConduitError::Timeout { .. }) => {
+                    println!("ipv6_fail: PE 0: {e}");
+                    std::process::exit(4);
                 }
                 other => {
                     eprintln!("ipv6_fail: expected PE 1 to fail, got {other:?}");

@@ -337,3 +337,28 @@ impl Conduit for AnyConduit {
         dispatch!(self, c => c.segment_backing())
     }
 }
+
+/// Writes `line` and a newline to standard error with a single `write(2)`, so
+/// lines from PEs sharing one stderr never interleave (a write of at most
+/// `PIPE_BUF` bytes to a pipe is atomic). Use through [`report!`].
+pub fn report_line(line: &str) {
+    use std::io::Write;
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    // Nothing useful can be done if stderr is gone.
+    let _ = std::io::stderr().lock().write_all(buf.as_bytes());
+}
+
+/// Like `eprintln!`, but the whole line reaches stderr in one write; every
+/// diagnostic a PE or the launcher prints goes through it.
+///
+/// ```
+/// conduits::report!("PE {}: shmem_put: target PE {} out of range", 0, 9);
+/// ```
+#[macro_export]
+macro_rules! report {
+    ($($arg:tt)*) => {
+        $crate::report_line(&::std::format!($($arg)*))
+    };
+}

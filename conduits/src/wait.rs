@@ -154,6 +154,15 @@ impl Backoff {
         self.since = None;
     }
 
+    /// Starts spinning again *without* restarting the clock of
+    /// [`Backoff::timed_out`]: for waits that drive traffic which is not
+    /// necessarily progress towards what they await (a datagram from some
+    /// other peer), so that they stay responsive yet still time out.
+    #[inline]
+    pub fn respin(&mut self) {
+        self.steps = 0;
+    }
+
     /// Steps taken so far.
     #[inline]
     pub fn steps(&self) -> u64 {

@@ -43,6 +43,10 @@ pub enum Direction {
 /// handlers are registered at `FIRST_USER..=255`; the top of the user range
 /// from [`handlers::FIRST_COMPUTE`] is dispatched to a board's compute core
 /// when one is present.
+///
+/// Every reserved index is listed here, including the conduit- and
+/// transport-private ones ([`handlers::EXIT`], [`handlers::PROBE`]); the
+/// indices `11..=61` are free for future system handlers.
 pub mod handlers {
     /// Never a valid handler; a packet naming it is rejected.
     pub const INVALID: u8 = 0;
@@ -68,6 +72,14 @@ pub mod handlers {
     pub const EXCHANGE: u8 = 9;
     /// Short request: a liveness probe answered with [`ACK`].
     pub const PING: u8 = 10;
+    /// Conduit-private, ipv6: Short request ending the receiving PE's
+    /// process with the status in args\[0\] (`shmem_global_exit` from a
+    /// peer). Never reaches the `shmem` layer.
+    pub const EXIT: u8 = 62;
+    /// Transport-private: the reliable link layer's keepalive probe (ipv6
+    /// bridge and devsim board links), a Short *reply* that the receiving
+    /// transport acknowledges and discards; it never reaches an engine.
+    pub const PROBE: u8 = 63;
     /// First index user code may register.
     pub const FIRST_USER: u8 = 64;
     /// First index dispatched to a board's compute core (devsim's GEMM tile

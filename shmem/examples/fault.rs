@@ -12,6 +12,9 @@
 //!   `FSHMEM_WAIT_TIMEOUT`); the others sleep outside the runtime.
 //! - `wait-barrier`: PE N-1 sleeps outside the runtime; the others enter
 //!   `barrier_all`.
+//! - `global-exit STATUS`: after a barrier PE 0 calls
+//!   `shmem_global_exit(STATUS)` while the others wait in `wait_until` for
+//!   a flag nobody sets; the job must end with STATUS.
 //! - `input`: every bad-input error of the Rust API, one `ok NAME: error`
 //!   line per check from PE 0 (each PE checks).
 //! - `mismatch`: PE 1 allocates a different size than the others; every PE
@@ -61,6 +64,19 @@ fn main() {
                 let r = sh.barrier_all();
                 println!("fault: PE {me}: barrier_all returned {r:?}");
             }
+            std::process::exit(1);
+        }
+        "global-exit" => {
+            let status: i32 = arg.parse().unwrap_or(0);
+            let flag = sh.calloc::<u64>(1).expect("calloc");
+            sh.barrier_all().expect("barrier");
+            if me == 0 {
+                std::thread::sleep(Duration::from_millis(200));
+                println!("fault: PE 0 calls global_exit({status}) at {}", now_ms());
+                sh.global_exit(status);
+            }
+            let r = flag.wait_until(0, Cmp::Eq, 1);
+            println!("fault: PE {me}: wait_until returned {r:?}");
             std::process::exit(1);
         }
         "input" => input(&sh),

@@ -512,7 +512,7 @@ impl Drop for Ctx<'_> {
     fn drop(&mut self) {
         if self.pending.swap(false, Ordering::AcqRel) {
             if let Err(e) = self.rt.quiet("shmem_ctx_destroy") {
-                eprintln!("{e}");
+                conduits::report!("{e}");
             }
         }
     }

@@ -270,7 +270,7 @@ impl Shmem {
     pub fn global_exit(&self, status: i32) -> ! {
         let rt = self.rt();
         if rt.config().debug {
-            eprintln!("PE {}: shmem_global_exit({status})", rt.my_pe());
+            conduits::report!("PE {}: shmem_global_exit({status})", rt.my_pe());
         }
         conduits::wait::note_job_exit();
         rt.conduit.global_exit(status)
@@ -303,7 +303,7 @@ impl Drop for Shmem {
             // failed PE; the launcher (or the peers' liveness checks)
             // ends the job.
             self.finalized = true;
-            eprintln!(
+            conduits::report!(
                 "PE {}: panicked; leaving the job without finalizing",
                 self.my_pe()
             );
@@ -313,7 +313,7 @@ impl Drop for Shmem {
             self.finalized = true;
             // SAFETY: as in `finalize`; drop runs once.
             if let Err(e) = unsafe { runtime::finish(self.rt.as_ptr()) } {
-                eprintln!("{e}");
+                conduits::report!("{e}");
             }
         }
     }
@@ -417,3 +417,9 @@ pub fn global_exit(status: i32) -> ! {
     let _ = with_runtime("shmem_global_exit", |rt| rt.conduit.global_exit(status));
     std::process::exit(status)
 }
+
+/// The README's Rust example, compiled and run (as a one-PE job) by
+/// `cargo test --doc` so it cannot drift from the API.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;

@@ -139,7 +139,7 @@ impl Shmem {
         impl Drop for Complete<'_> {
             fn drop(&mut self) {
                 if let Err(e) = self.0.quiet("shmem_quiet") {
-                    eprintln!("{e}; aborting: non-blocking transfers may still be running");
+                    conduits::report!("{e}; aborting: non-blocking transfers may still be running");
                     std::process::abort();
                 }
             }

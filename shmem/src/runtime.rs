@@ -174,7 +174,7 @@ extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
         // process is exiting, nothing frees it any more.
         unsafe { (*p).me.to_string() }
     };
-    eprintln!(
+    conduits::report!(
         "PE {pe}: exited without calling shmem_finalize; ending the job with status {NOT_FINALIZED_STATUS}"
     );
     use std::io::Write as _;
@@ -377,7 +377,7 @@ impl Runtime {
             print!("{}", c.info_table());
         }
         if c.debug {
-            eprintln!(
+            conduits::report!(
                 "PE {}: shmem_init: {} PEs, segment {} bytes at {:p}, runtime region {:#x} bytes, heap {} at offset {:#x}",
                 self.me,
                 self.n,
@@ -450,7 +450,7 @@ impl Runtime {
         let timed_out = matches!(e, ConduitError::Timeout { .. });
         let e = ShmemError::conduit(self.me, call, e);
         if timed_out {
-            eprintln!("{e}; ending the job");
+            conduits::report!("{e}; ending the job");
             self.conduit.global_exit(WAIT_TIMEOUT_STATUS);
         }
         e
@@ -565,7 +565,7 @@ impl Runtime {
             unsafe { std::ptr::write_bytes(self.local_addr(off), 0, bytes) };
         }
         if self.config.debug {
-            eprintln!(
+            conduits::report!(
                 "PE {}: {call}: {what} ({bytes} bytes, align {align}) at heap offset {heap_off:#x}",
                 self.me
             );
@@ -600,7 +600,7 @@ impl Runtime {
                 source,
             })?;
         if self.config.debug {
-            eprintln!("PE {}: {call}: heap offset {heap_off:#x}", self.me);
+            conduits::report!("PE {}: {call}: heap offset {heap_off:#x}", self.me);
         }
         Ok(())
     }
@@ -641,9 +641,10 @@ impl Runtime {
             };
         }
         if self.config.debug {
-            eprintln!(
+            conduits::report!(
                 "PE {}: {call}: {old_bytes} -> {bytes} bytes, heap offset {heap_off:#x} -> {:#x}",
-                self.me, r.offset
+                self.me,
+                r.offset
             );
         }
         let checked = self.check_collective(call, [call_code(call), bytes as u64, r.offset as u64]);
@@ -891,7 +892,7 @@ pub(crate) unsafe fn finish(rt: *mut Runtime) -> Result<()> {
     let r = unsafe { &*rt };
     let res = r.finalize();
     if r.config.debug {
-        eprintln!("PE {}: shmem_finalize: done", r.me);
+        conduits::report!("PE {}: shmem_finalize: done", r.me);
     }
     GLOBAL.store(std::ptr::null_mut(), Ordering::SeqCst);
     let mut backoff = Backoff::new();

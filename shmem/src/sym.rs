@@ -454,7 +454,7 @@ impl<T: Pod> Drop for SymVec<'_, T> {
             return;
         }
         if let Err(e) = self.release() {
-            eprintln!("{e}");
+            conduits::report!("{e}");
         }
     }
 }

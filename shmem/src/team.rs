@@ -380,7 +380,7 @@ impl<'s> Team<'s> {
         let pool = &self.rt.pool;
         *pool.free.lock().unwrap_or_else(|p| p.into_inner()) &= !(1u64 << slot);
         if self.rt.config().debug {
-            eprintln!(
+            conduits::report!(
                 "PE {}: team created in slot {slot}: world PEs {members:?}",
                 self.rt.my_pe()
             );
@@ -465,7 +465,7 @@ fn destroy_state(rt: &Runtime, st: &Arc<TeamState>) -> Result<()> {
     }
     *rt.pool.free.lock().unwrap_or_else(|p| p.into_inner()) |= 1u64 << st.slot;
     if rt.config().debug {
-        eprintln!("PE {}: team in slot {} destroyed", rt.my_pe(), st.slot);
+        conduits::report!("PE {}: team in slot {} destroyed", rt.my_pe(), st.slot);
     }
     Ok(())
 }
@@ -479,7 +479,7 @@ impl Drop for Team<'_> {
             return;
         }
         if let Err(e) = destroy_state(self.rt, &self.st) {
-            eprintln!("{e}");
+            conduits::report!("{e}");
         }
     }
 }

@@ -1,7 +1,10 @@
 //! A PE that crashes — abort, SIGKILL from outside, a Rust panic, exit(0)
-//! without finalize, exit(3) — at 4 PEs on smp and ipv6: oshrun exits
-//! non-zero, a message names PE 1, the other PEs stop within 2 s of the
-//! failure, and no shared memory or process of the job is left.
+//! without finalize, exit(3) — at 4 PEs on smp, ipv6 and fpga (devsim
+//! boards): oshrun exits non-zero, a message names PE 1, the other PEs stop
+//! within 2 s of the failure, and no shared memory, board file, PE or
+//! devsim process of the job is left. A PE that vanishes with `_exit(0)`
+//! (which oshrun sees as a success) is detected by the others' own
+//! liveness checks on every conduit.
 
 use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_for};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -97,6 +100,36 @@ fn crash(conduit: &str, kind: &str) {
     }
     assert!(pe_pids(&id, None).is_empty(), "{ctx}: processes left");
     assert!(shm_files(&id).is_empty(), "{ctx}: {:?}", shm_files(&id));
+    assert!(
+        devsim_pids(&id).is_empty(),
+        "{ctx}: devsim processes left: {:?}",
+        devsim_pids(&id)
+    );
+}
+
+/// The pids of devsim processes (keeper or boards) of job `id`: their
+/// command line names the job (`--job ID`, `--dir .../fshmem-ID-boardN`).
+fn devsim_pids(id: &str) -> Vec<u32> {
+    let board = format!("fshmem-{id}-board");
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let devsim = args.first().is_some_and(|a| a.ends_with("devsim"));
+        let ours = args.iter().any(|a| a == id || a.contains(&board));
+        if devsim && ours {
+            pids.push(pid);
+        }
+    }
+    pids
 }
 
 unsafe extern "C" {
@@ -118,6 +151,58 @@ fn ipv6_crashes_end_the_job() {
     for kind in KINDS {
         crash("ipv6", kind);
     }
+}
+
+#[test]
+fn fpga_crashes_end_the_job() {
+    for kind in KINDS {
+        crash("fpga", kind);
+    }
+}
+
+/// `_exit(0)` on `conduit`: oshrun sees a success, so the other PEs must
+/// notice by themselves — within 2 s, naming PE 1 — and the job fails.
+fn vanish(conduit: &str) {
+    let id = unique_job_id("vx");
+    let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", conduit, "--job-id", &id]);
+    cmd.arg(example("fault")).args(["crash", "raw-exit0"]);
+    let out = finish(spawn(&mut cmd), Duration::from_secs(30));
+    let ctx = format!("{conduit}: {out:?}");
+    assert_ne!(out.code(), Some(0), "{ctx}");
+    let failed_at: u128 = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("fault: PE 1 failing at "))
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no failure time: {ctx}"));
+    let detected: Vec<(u128, &str)> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" detected at "))
+        .filter_map(|l| {
+            let t = l.split(" detected at ").nth(1)?;
+            let (ms, rest) = t.split_once(':')?;
+            Some((ms.trim().parse().ok()?, rest))
+        })
+        .collect();
+    assert!(!detected.is_empty(), "nobody detected the failure: {ctx}");
+    for (at, msg) in &detected {
+        assert!(msg.contains("PE 1 failed"), "{ctx}");
+        assert!(
+            at.saturating_sub(failed_at) < STOP_BOUND_MS,
+            "{ctx}: detected {} ms after the failure",
+            at - failed_at
+        );
+    }
+    assert!(shm_files(&id).is_empty(), "{ctx}");
+    assert!(devsim_pids(&id).is_empty(), "{ctx}");
+    assert!(pe_pids(&id, None).is_empty(), "{ctx}");
+}
+
+#[test]
+fn ipv6_and_fpga_peers_detect_a_pe_that_vanished_with_status_0() {
+    vanish("ipv6");
+    vanish("fpga");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Bad input gives typed errors naming the PE, the call and the value:
 //! the Rust API (`fault input`) and the conduit API (`fault_conduit`) on
-//! smp and ipv6, a collective allocation with different sizes (every PE
+//! smp, ipv6 and fpga, a collective allocation with different sizes (every PE
 //! reports it, the job stays usable), invalid environment values, and
 //! oshrun misuse.
 
@@ -55,7 +55,7 @@ fn job(
 
 #[test]
 fn api_and_conduit_refuse_bad_arguments_with_typed_errors() {
-    for conduit in ["smp", "ipv6"] {
+    for conduit in ["smp", "ipv6", "fpga"] {
         let out = job(conduit, 4, "fault", &["input"], &[]);
         assert_eq!(out.code(), Some(0), "{conduit}: {out:?}");
         for c in API_CHECKS {
@@ -81,7 +81,7 @@ fn api_and_conduit_refuse_bad_arguments_with_typed_errors() {
 
 #[test]
 fn collective_allocation_with_different_sizes_is_caught_on_every_pe() {
-    for conduit in ["smp", "ipv6"] {
+    for conduit in ["smp", "ipv6", "fpga"] {
         let out = job(conduit, 4, "fault", &["mismatch"], &[]);
         assert_ne!(out.code(), Some(0), "{conduit}: {out:?}");
         let reports: Vec<&str> = out

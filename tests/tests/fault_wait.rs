@@ -1,6 +1,6 @@
 //! FSHMEM_WAIT_TIMEOUT: a wait that makes no progress reports which PE
 //! waits on what and ends the job (status 124) within the timeout plus a
-//! small margin, on smp and ipv6; bad values are refused by name.
+//! small margin, on smp, ipv6 and fpga; bad values are refused by name.
 
 use fshmem_tests::{example, oshrun_cmd, run, shm_files, unique_job_id};
 use std::time::Duration;
@@ -17,7 +17,7 @@ fn job(conduit: &str, mode: &str, timeout: &str) -> fshmem_tests::RunOutput {
 
 #[test]
 fn wait_until_on_a_word_nobody_sets_ends_the_job() {
-    for conduit in ["smp", "ipv6"] {
+    for conduit in ["smp", "ipv6", "fpga"] {
         let out = job(conduit, "wait-until", "1");
         assert_eq!(out.code(), Some(124), "{conduit}: {out:?}");
         assert!(
@@ -32,7 +32,7 @@ fn wait_until_on_a_word_nobody_sets_ends_the_job() {
 
 #[test]
 fn barrier_with_an_absent_pe_names_who_is_awaited() {
-    for conduit in ["smp", "ipv6"] {
+    for conduit in ["smp", "ipv6", "fpga"] {
         let out = job(conduit, "wait-barrier", "0.8");
         assert_eq!(out.code(), Some(124), "{conduit}: {out:?}");
         assert!(

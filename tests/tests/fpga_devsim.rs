@@ -2,11 +2,19 @@
 //! `oshrun --conduit fpga` at 2 and 4 PEs: shmem's api_check, the example
 //! programs, and the matrix-multiply case study on the boards' GEMM
 //! compute cores with Automatic Result Transfer. Every job must exit 0 with
-//! its checkable result and leave no board files behind. (The unit-level
+//! its checkable result and leave no board files behind. The board links
+//! are reliable: api_check and the stress mix stay exact with 5 % of the
+//! link datagrams lost, 2 % duplicated and 10 % reordered
+//! (`FSHMEM_DEVSIM_IMPAIR`), and a board that stops answering (SIGSTOP) or
+//! dies (SIGKILL) is reported naming its PE, ending the job non-zero. (The unit-level
 //! devsim tests — descriptor edge cases, back-pressure, identity checks,
 //! health-check faults, the compute core — are in `conduits`.)
 
-use fshmem_tests::{JOB_TIMEOUT, bin, example, fpga_job};
+use fshmem_tests::{
+    JOB_TIMEOUT, bin, example, finish, fpga_job, oshrun_cmd, run, shm_files, spawn, unique_job_id,
+    wait_for,
+};
+use std::time::Duration;
 
 fn api_check(n: usize) {
     let j = fpga_job(n, &example("api_check"), &[] as &[&str], JOB_TIMEOUT);
@@ -69,4 +77,90 @@ fn examples_on_2_and_4_boards() {
 fn compute_core_matmul_with_art_on_2_and_4_boards() {
     compute_core_matmul(2);
     compute_core_matmul(4);
+}
+
+const IMPAIR: &str = "loss=5,dup=2,reorder=10";
+
+#[test]
+fn api_check_and_stress_on_4_boards_with_lossy_links_are_exact() {
+    let id = unique_job_id("fi");
+    let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", "fpga", "--job-id", &id]);
+    cmd.arg(example("api_check"))
+        .env("FSHMEM_DEVSIM_IMPAIR", IMPAIR);
+    let out = run(&mut cmd, JOB_TIMEOUT);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert!(out.stdout.contains("passed"), "{out:?}");
+    assert!(shm_files(&id).is_empty());
+    let id = unique_job_id("fs");
+    let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", "fpga", "--job-id", &id]);
+    cmd.arg(example("stress"))
+        .args(["3", "1000000", "11"])
+        .env("FSHMEM_DEVSIM_IMPAIR", IMPAIR);
+    let out = run(&mut cmd, JOB_TIMEOUT);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    let ok = out
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with("on 4 PEs OK"))
+        .count();
+    assert_eq!(ok, 4, "{out:?}");
+    assert!(shm_files(&id).is_empty());
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Runs the stress mix on 4 boards and sends board 1 `sig` once the job
+/// runs: the others must report PE 1 and the job end non-zero, leaving
+/// no board files.
+fn board_fails(sig: i32, expect: &str) {
+    let id = unique_job_id("fb");
+    let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", "fpga", "--job-id", &id]);
+    cmd.arg(example("stress"))
+        .args(["20", "1000000", "5"])
+        .env("FSHMEM_PEER_TIMEOUT", "1");
+    let child = spawn(&mut cmd);
+    let pid_file = std::path::PathBuf::from(format!("/dev/shm/fshmem-{id}-board1/pid"));
+    let mut pid = 0i32;
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            pid = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            pid > 0
+        }),
+        "board 1 never started"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill has no memory preconditions; the pid is board 1's.
+    assert_eq!(unsafe { libc_kill(pid, sig) }, 0);
+    let out = finish(child, Duration::from_secs(40));
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert_ne!(out.code(), Some(0), "{out:?}");
+    assert!(
+        all.contains("PE 1 failed") && all.contains(expect),
+        "{expect}: {out:?}"
+    );
+    assert!(out.elapsed < Duration::from_secs(15), "{out:?}");
+    assert!(shm_files(&id).is_empty(), "{:?}", shm_files(&id));
+}
+
+#[test]
+fn a_board_that_stops_answering_or_dies_ends_the_job_naming_its_pe() {
+    board_fails(19, "stopped answering"); // SIGSTOP
+    board_fails(9, "its board"); // SIGKILL
+}
+
+#[test]
+fn shmem_global_exit_0_ends_the_job_with_0() {
+    for status in [0, 5] {
+        let s = status.to_string();
+        let j = fpga_job(4, &example("fault"), &["global-exit", &s], JOB_TIMEOUT);
+        assert_eq!(j.out.code(), Some(status), "{j:?}");
+        assert!(!j.out.stderr.contains("without calling"), "{j:?}");
+        assert!(!j.out.stdout.contains("wait_until returned"), "{j:?}");
+    }
 }

@@ -101,3 +101,42 @@ fn mpich_hydra_launches_over_pmi() {
         assert!(out.stdout.contains(want), "{out:?}");
     }
 }
+
+/// `shmem_global_exit(0)` from one PE ends every PE with 0: the peers
+/// that the exit request ends are not reported as having exited without
+/// finalizing.
+#[test]
+fn shmem_global_exit_0_ends_the_job_with_0() {
+    for status in [0, 5] {
+        let s = status.to_string();
+        let j = ipv6_job(4, &example("fault"), &["global-exit", &s], &[], TIMEOUT);
+        assert_eq!(j.out.code(), Some(status), "{j:?}");
+        assert!(!j.out.stderr.contains("without calling"), "{j:?}");
+        assert!(!j.out.stdout.contains("wait_until returned"), "{j:?}");
+    }
+}
+
+/// A conduit wait (here a blocking get from a stopped PE) honours
+/// `FSHMEM_WAIT_TIMEOUT` when it is shorter than the peer timeout, and
+/// says what it waited for.
+#[test]
+fn conduit_waits_honour_the_wait_timeout() {
+    let j = ipv6_job(
+        2,
+        &example("ipv6_fail"),
+        &[] as &[&str],
+        &[
+            ("FSHMEM_PEER_TIMEOUT", "30s"),
+            ("FSHMEM_WAIT_TIMEOUT", "0.5"),
+        ],
+        TIMEOUT,
+    );
+    assert_eq!(j.out.code(), Some(4), "{j:?}");
+    let l = j.lines_starting("ipv6_fail: PE 0: no progress for ");
+    assert_eq!(l.len(), 1, "{j:?}");
+    assert!(
+        l[0].contains("waiting for the data of a blocking get from PE 1"),
+        "{j:?}"
+    );
+    assert!(j.out.elapsed < Duration::from_secs(10), "{j:?}");
+}

@@ -14,7 +14,13 @@
 //! `ready <dir>...` and stops them (removing their files) when its stdin
 //! closes. `FSHMEM_FPGA_WINDOW` sets the DDR window (default 1G, sparse);
 //! `FSHMEM_DEVSIM_FAULT` (get, inline-put, segment-put, atomic) injects a
-//! fault for testing the host's health check.
+//! fault for testing the host's health check. The board links run the
+//! reliable transport of the IPv6 bridge; `FSHMEM_PEER_TIMEOUT` (default
+//! 10 s) bounds a peer board's silence before `ERR_STATUS.PEER_TIMEOUT`
+//! names it, and `FSHMEM_DEVSIM_IMPAIR=loss=5,dup=1,reorder=10` drops,
+//! duplicates and delays that percentage of link datagrams (testing). A
+//! board that dies is reported by the keeper; the others keep serving
+//! until the launcher ends the job (the PEs' liveness checks name the PE).
 
 use conduits::fpga::launch;
 use std::process::ExitCode;
@@ -27,14 +33,14 @@ fn main() -> ExitCode {
         Some("board") => launch::board_main(&args[1..]),
         Some("launch") => launch::keeper_main(&args[1..]),
         _ => {
-            eprintln!("{USAGE}");
+            conduits::report!("{USAGE}");
             return ExitCode::from(2);
         }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("devsim: {e}");
+            conduits::report!("devsim: {e}");
             ExitCode::from(1)
         }
     }

@@ -54,6 +54,13 @@ pub trait Bootstrap: Send + std::fmt::Debug {
 
     /// A name for messages (`rendezvous [::1]:4000`, `pmi`, ...).
     fn describe(&self) -> String;
+
+    /// Between collectives, without blocking: fails with the failure the
+    /// bootstrap service has announced (a PE that vanished, the service
+    /// itself gone), if any. Services that cannot tell return `Ok`.
+    fn check(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A job of one PE: every collective returns at once.

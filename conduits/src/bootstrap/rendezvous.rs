@@ -3,12 +3,21 @@
 //! Each PE connects to `FSHMEM_BOOTSTRAP=host:port`, says hello with its
 //! rank and the job size, and keeps the connection for the whole job. An
 //! all-gather is one round: every PE sends its blob, the server waits for
-//! all of them (reading the PEs in rank order) and sends every PE the whole
-//! table; a barrier is an all-gather of nothing. A PE whose connection
-//! closes without saying goodbye, or that says goodbye while the others
-//! are in a collective, fails the round: the server tells every other PE
-//! which PE failed, and their call returns
-//! [`ConduitError::PeerFailed`] instead of hanging.
+//! all of them and sends every PE the whole table; a barrier is an
+//! all-gather of nothing. The server watches every connection all the
+//! time, not only during a round: a PE whose connection closes without
+//! saying goodbye (a crash, or `_exit(0)` skipping every exit handler), or
+//! that says goodbye while the others are in a collective, fails the job:
+//! the server tells every other PE which PE failed (`FAIL`) at once. Their
+//! collective call returns [`ConduitError::PeerFailed`] instead of hanging,
+//! and between collectives [`Bootstrap::check`] reports it (the ipv6
+//! progress thread calls it every few milliseconds), so PEs waiting on
+//! anything stop within a moment, naming the PE.
+//!
+//! A client's blocking reads are bounded by the wait timeout
+//! (`FSHMEM_WAIT_TIMEOUT`, [`crate::wait::timeout`]) when one is set: a
+//! collective whose answer does not come in time fails with
+//! [`ConduitError::Timeout`] naming the round.
 //!
 //! # Frames
 //!
@@ -354,7 +363,6 @@ fn serve(listener: TcpListener, size: usize, timeout: Duration) -> Result<()> {
                             && (rank as usize) < size
                             && conns[rank as usize].is_none() =>
                     {
-                        s.set_read_timeout(None)?;
                         conns[rank as usize] = Some(s);
                         joined += 1;
                     }
@@ -383,52 +391,108 @@ fn serve(listener: TcpListener, size: usize, timeout: Duration) -> Result<()> {
         }
     }
     drop(listener);
+    serve_rounds(conns, size)
+}
+
+/// What the server knows of one joined PE.
+struct Member {
+    conn: Option<TcpStream>,
+    /// Its contribution to the current round.
+    blob: Option<Vec<u8>>,
+    /// It said goodbye.
+    left: bool,
+}
+
+/// Serves the collectives of a job whose PEs have all joined, watching
+/// every connection with `poll(2)`.
+fn serve_rounds(conns: Vec<Option<TcpStream>>, size: usize) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut members: Vec<Member> = conns
+        .into_iter()
+        .map(|c| Member {
+            conn: c,
+            blob: None,
+            left: false,
+        })
+        .collect();
     let mut round = 0u32;
     loop {
-        let mut blobs = Vec::with_capacity(size);
-        let mut byes = 0;
+        let live: Vec<usize> = (0..size).filter(|&r| members[r].conn.is_some()).collect();
+        if live.is_empty() {
+            return Ok(());
+        }
+        let mut fds: Vec<libc::pollfd> = live
+            .iter()
+            .map(|&r| libc::pollfd {
+                fd: members[r].conn.as_ref().map_or(-1, |c| c.as_raw_fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: `fds` is a live array of `fds.len()` pollfd structures.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 200) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e.into());
+        }
         let mut failure: Option<(usize, String)> = None;
-        for (r, c) in conns.iter_mut().enumerate() {
-            let Some(s) = c else { continue };
+        for (k, &r) in live.iter().enumerate() {
+            if fds[k].revents == 0 {
+                continue;
+            }
+            let m = &mut members[r];
+            let Some(s) = m.conn.as_mut() else { continue };
             match read_frame(s) {
-                Ok(Some(Frame::Gather { round: k, blob })) if k == round => blobs.push(blob),
+                Ok(Some(Frame::Gather { round: k, blob })) if k == round && m.blob.is_none() => {
+                    m.blob = Some(blob);
+                }
                 Ok(Some(Frame::Bye)) => {
-                    byes += 1;
-                    *c = None;
+                    m.left = true;
+                    m.conn = None;
                 }
                 Ok(Some(f)) => {
                     failure.get_or_insert((r, format!("sent an unexpected bootstrap frame {f:?}")));
-                    *c = None;
+                    m.conn = None;
                 }
                 Ok(None) => {
-                    failure.get_or_insert((r, "exited or closed its bootstrap connection".into()));
-                    *c = None;
+                    failure.get_or_insert((
+                        r,
+                        "exited or closed its bootstrap connection without finalizing".into(),
+                    ));
+                    m.conn = None;
                 }
                 Err(e) => {
                     failure.get_or_insert((r, format!("bootstrap connection failed: {e}")));
-                    *c = None;
+                    m.conn = None;
                 }
             }
-            if failure.is_some() {
-                break;
+        }
+        let waiting = members.iter().any(|m| m.blob.is_some());
+        if failure.is_none() && waiting {
+            if let Some(r) = (0..size).find(|&r| members[r].left) {
+                failure = Some((r, "left the job while others wait in a collective".into()));
             }
         }
-        if failure.is_none() && byes > 0 && !blobs.is_empty() {
-            let r = (0..size).find(|&r| conns[r].is_none()).unwrap_or(0);
-            failure = Some((r, "left the job while others wait in a collective".into()));
-        }
         if let Some((r, why)) = failure {
+            let mut conns: Vec<Option<TcpStream>> = members.into_iter().map(|m| m.conn).collect();
             fail_all(&mut conns, r, &why);
             return Err(ConduitError::PeerFailed { pe: r, reason: why });
         }
-        if blobs.is_empty() {
-            return Ok(());
+        let complete = members.iter().all(|m| m.left || m.blob.is_some());
+        if waiting && complete {
+            let blobs: Vec<Vec<u8>> = members
+                .iter_mut()
+                .map(|m| m.blob.take().unwrap_or_default())
+                .collect();
+            let out = Frame::Result { round, blobs }.encode();
+            for s in members.iter_mut().filter_map(|m| m.conn.as_mut()) {
+                let _ = s.write_all(&out);
+            }
+            round = round.wrapping_add(1);
         }
-        let out = Frame::Result { round, blobs }.encode();
-        for s in conns.iter_mut().flatten() {
-            let _ = s.write_all(&out);
-        }
-        round = round.wrapping_add(1);
     }
 }
 
@@ -456,6 +520,8 @@ pub struct Client {
     /// The server, when this PE runs it.
     server: Option<Server>,
     left: bool,
+    /// The failure [`Bootstrap::check`] learnt of.
+    failed: Option<ConduitError>,
 }
 
 impl Client {
@@ -503,6 +569,7 @@ impl Client {
             local,
             server,
             left: false,
+            failed: None,
         };
         let hello = Frame::Hello {
             rank: rank as u32,
@@ -536,12 +603,32 @@ impl Bootstrap for Client {
                 "the bootstrap was finalized".to_string(),
             ));
         }
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         let g = Frame::Gather {
             round: self.round,
             blob: mine.to_vec(),
         };
         self.stream.write_all(&g.encode()).map_err(|e| self.io(e))?;
-        match read_frame(&mut self.stream) {
+        // Bounded by the wait timeout, when one is set.
+        let limit = crate::wait::timeout();
+        self.stream
+            .set_read_timeout(limit)
+            .map_err(|e| self.io(e))?;
+        let got = read_frame(&mut self.stream);
+        if let (Some(waited), Err(e)) = (limit, &got) {
+            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+                return Err(ConduitError::Timeout {
+                    what: format!(
+                        "bootstrap round {} (every PE's contribution, from the rendezvous server {})",
+                        self.round, self.server_addr
+                    ),
+                    waited,
+                });
+            }
+        }
+        match got {
             Ok(Some(Frame::Result { round, blobs }))
                 if round == self.round && blobs.len() == self.size =>
             {
@@ -589,6 +676,48 @@ impl Bootstrap for Client {
 
     fn describe(&self) -> String {
         format!("rendezvous {}", self.server_addr)
+    }
+
+    fn check(&mut self) -> Result<()> {
+        if self.left {
+            return Ok(());
+        }
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        // Between collectives the server sends nothing but FAIL, and closes
+        // the connection only after a failure: anything readable is news.
+        let mut one = [0u8; 1];
+        self.stream.set_nonblocking(true).map_err(|e| self.io(e))?;
+        let peeked = self.stream.peek(&mut one);
+        self.stream.set_nonblocking(false).map_err(|e| self.io(e))?;
+        let e = match peeked {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => self.io(e),
+            Ok(0) => ConduitError::Bootstrap(format!(
+                "the rendezvous server {} closed the connection (the launcher is gone?)",
+                self.server_addr
+            )),
+            Ok(_) => {
+                let _ = self.stream.set_read_timeout(Some(Duration::from_secs(2)));
+                match read_frame(&mut self.stream) {
+                    Ok(Some(Frame::Fail { rank, reason })) => ConduitError::PeerFailed {
+                        pe: rank as usize,
+                        reason,
+                    },
+                    Ok(Some(f)) => ConduitError::Bootstrap(format!(
+                        "unexpected frame from the rendezvous server between collectives: {f:?}"
+                    )),
+                    Ok(None) => ConduitError::Bootstrap(format!(
+                        "the rendezvous server {} closed the connection",
+                        self.server_addr
+                    )),
+                    Err(e) => self.io(e),
+                }
+            }
+        };
+        self.failed = Some(e.clone());
+        Err(e)
     }
 }
 
@@ -744,6 +873,53 @@ mod tests {
                 }
                 other => panic!("expected PE 2 to fail: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn a_pe_vanishing_between_collectives_is_announced_to_the_others() {
+        let server = Server::start(local(), 3, Duration::from_secs(10)).unwrap();
+        let addr = server.addr().to_string();
+        let mut clients: Vec<Client> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3)
+                .map(|r| {
+                    let addr = addr.clone();
+                    s.spawn(move || {
+                        let mut c = Client::join(&addr, r, 3, Duration::from_secs(10)).unwrap();
+                        c.barrier().unwrap();
+                        c
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for c in &mut clients {
+            assert!(c.check().is_ok());
+        }
+        // PE 2 vanishes without a goodbye, outside any collective.
+        drop(clients.pop());
+        let start = Instant::now();
+        for c in &mut clients {
+            let e = loop {
+                match c.check() {
+                    Err(e) => break e,
+                    Ok(()) => {
+                        assert!(start.elapsed() < Duration::from_secs(2), "not announced");
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
+            };
+            match e {
+                ConduitError::PeerFailed { pe: 2, reason } => {
+                    assert!(reason.contains("without finalizing"), "{reason}")
+                }
+                other => panic!("expected PE 2 to fail: {other:?}"),
+            }
+            // Later collectives fail the same way instead of hanging.
+            assert!(matches!(
+                c.barrier(),
+                Err(ConduitError::PeerFailed { pe: 2, .. })
+            ));
         }
     }
 

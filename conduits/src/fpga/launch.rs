@@ -16,7 +16,7 @@
 //! removes whatever a killed job left.
 
 use super::devsim::compute::GemmCore;
-use super::devsim::link::UdpLink;
+use super::devsim::link::ReliableLink;
 use super::devsim::{BoardModel, DEFAULT_WINDOW, Fault};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -297,7 +297,21 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
             .parse()?,
     };
     let result = (|| -> Result<(), String> {
-        let mut link = UdpLink::bind(node).map_err(|e| format!("cannot bind link ports: {e}"))?;
+        let peer_timeout = match std::env::var("FSHMEM_PEER_TIMEOUT") {
+            Ok(v) => {
+                crate::ipv6::parse_duration("FSHMEM_PEER_TIMEOUT", &v).map_err(|e| e.to_string())?
+            }
+            Err(_) => crate::ipv6::DEFAULT_PEER_TIMEOUT,
+        };
+        let impair = match std::env::var("FSHMEM_DEVSIM_IMPAIR") {
+            Ok(v) => Some(
+                crate::ipv6::parse_impair_var("FSHMEM_DEVSIM_IMPAIR", &v)
+                    .map_err(|e| e.to_string())?,
+            ),
+            Err(_) => None,
+        };
+        let mut link = ReliableLink::bind(node, peer_timeout, impair)
+            .map_err(|e| format!("cannot bind link ports: {e}"))?;
         let ports = link.local_ports().map_err(|e| e.to_string())?;
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         write_atomically(&dir.join("pid"), &format!("{}\n", std::process::id()))
@@ -397,7 +411,10 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
         writeln!(out, "ready {}", list.join("\t")).map_err(|e| e.to_string())?;
         out.flush().map_err(|e| e.to_string())?;
         drop(out);
-        // Wait for stdin to close (or a stop signal, or a board dying).
+        // Wait for stdin to close or a stop signal. A board that dies is
+        // reported but the others keep serving: the PEs' liveness checks
+        // name the PE whose board is gone, and the launcher ends the job.
+        let mut reported = vec![false; children.len()];
         let (tx, rx) = mpsc::channel::<()>();
         std::thread::spawn(move || {
             let mut sink = [0u8; 64];
@@ -414,16 +431,26 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             for (n, c) in children.iter_mut().enumerate() {
+                if reported[n] {
+                    continue;
+                }
                 if let Ok(Some(st)) = c.try_wait() {
-                    return Err(format!("board {n} stopped unexpectedly ({st})"));
+                    reported[n] = true;
+                    crate::report!(
+                        "devsim: board {n} (pid {}) stopped unexpectedly ({st})",
+                        c.id()
+                    );
+                    let _ = std::fs::remove_dir_all(&dirs[n]);
                 }
             }
         }
         Ok(())
     })();
-    for c in &children {
-        // SAFETY: our unreaped child; signalling it cannot hit another process.
-        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+    for c in &mut children {
+        if matches!(c.try_wait(), Ok(None)) {
+            // SAFETY: our unreaped child; signalling it cannot hit another process.
+            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+        }
     }
     let deadline = Instant::now() + Duration::from_secs(3);
     for c in &mut children {

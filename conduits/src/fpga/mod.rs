@@ -57,6 +57,21 @@
 //! a slow one is reading. Packets that reach a board before its host has
 //! enabled it are held by the board, so early PEs cannot lose traffic to a
 //! late one's reset.
+//!
+//! # Failure
+//!
+//! At attach the PEs exchange their process ids, their devsim boards'
+//! process ids and directories, and their host names. Every wait of the
+//! conduit, and [`Conduit::poll`] at most every 10 ms, runs the slow
+//! checks: a global exit (the exit word; the process then exits as a job
+//! exit, [`crate::wait::note_job_exit`]), `ERR_STATUS.PEER_TIMEOUT` of this
+//! PE's board (a link peer that stopped answering for the peer timeout,
+//! named by `ERR_INFO`), a peer PE on this host whose process ended without
+//! finalizing ([`FINALIZED_MARK`] in its board directory says it did), a
+//! peer's or this PE's board process that is gone. Each fails the call with
+//! [`ConduitError::PeerFailed`] naming the PE. Waits that make no progress
+//! for `FSHMEM_WAIT_TIMEOUT` fail with [`ConduitError::Timeout`] naming
+//! what they await.
 
 pub mod bar;
 pub mod devsim;
@@ -76,8 +91,8 @@ use gasnet_core::engine::layout::engine_owned;
 use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, NodeId, ReplySink, Token};
 use queue::Rings;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 /// Largest contribution to [`Conduit::exchange`].
@@ -259,6 +274,66 @@ pub struct FpgaConduit {
     exchange_generation: AtomicU64,
     finalized: AtomicBool,
     board_pid: Option<i32>,
+    /// Every PE's liveness facts, learnt at attach.
+    peers: OnceLock<Vec<PeerInfo>>,
+    /// Calls of [`Conduit::poll`] (its liveness check is rate-limited).
+    polls: AtomicU32,
+    /// When [`Conduit::poll`] last ran the slow checks (ns since `born`).
+    last_check: AtomicU64,
+    born: Instant,
+}
+
+/// What the liveness check knows of a PE.
+#[derive(Clone, Debug)]
+struct PeerInfo {
+    /// Its process id (0: unknown).
+    pid: u32,
+    /// Its board's process id (devsim; 0: none or unknown).
+    board_pid: u32,
+    /// Its board's directory (devsim), where it marks its finalize.
+    dir: Option<std::path::PathBuf>,
+    /// It runs on this host, so its pids mean something here.
+    checkable: bool,
+}
+
+/// The file a PE creates in its devsim board's directory once it has
+/// finalized: from then on its exit is not a failure.
+pub const FINALIZED_MARK: &str = "finalized";
+
+/// [`Conduit::poll`] considers the slow checks every this many calls...
+const POLL_CHECK_CALLS: u32 = 256;
+/// ...and runs them when this long has passed since the last time.
+const POLL_CHECK_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Whether process `pid` exists and is not a zombie.
+fn process_alive(pid: u32) -> bool {
+    let Ok(p) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks existence and permission.
+    let r = unsafe { libc::kill(p, 0) };
+    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
+    // A zombie has exited; its parent has not collected it yet.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(st) => st
+            .rsplit_once(')')
+            .is_none_or(|(_, rest)| rest.trim_start().as_bytes().first() != Some(&b'Z')),
+        Err(_) => r == 0,
+    }
+}
+
+/// This host's name.
+fn host_name() -> String {
+    let mut b = [0u8; 256];
+    // SAFETY: gethostname writes at most `b.len()` bytes into `b`.
+    let r = unsafe { libc::gethostname(b.as_mut_ptr().cast(), b.len()) };
+    if r != 0 {
+        return String::new();
+    }
+    let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..n]).replace(char::is_whitespace, "_")
 }
 
 // SAFETY: the raw pointers name the BAR2 mapping owned by `board`, which
@@ -326,7 +401,46 @@ impl FpgaConduit {
         let c = FpgaConduit::open(device, job.rank, job.size, segment_len)?;
         c.health_check()?;
         c.barrier()?;
+        c.learn_peers()?;
         Ok(c)
+    }
+
+    /// Exchanges what the liveness check needs: every PE's process id,
+    /// its board's (devsim) and board directory, and its host name (pids
+    /// are only checked between PEs on one host). Collective.
+    fn learn_peers(&self) -> Result<()> {
+        let host = host_name();
+        let dir = match &self.board.device {
+            Device::Devsim(d) => d.display().to_string(),
+            Device::Pci(_) => String::new(),
+        };
+        let mine = format!(
+            "{} {} {host}\n{dir}",
+            std::process::id(),
+            self.board_pid.unwrap_or(0)
+        );
+        let mut b = mine.into_bytes();
+        b.truncate(EXCHANGE_MAX);
+        let all = self.exchange(&b)?;
+        let peers = all
+            .iter()
+            .map(|v| {
+                let t = String::from_utf8_lossy(v);
+                let (head, dir) = t.split_once('\n').unwrap_or((&t, ""));
+                let mut f = head.split_whitespace();
+                let pid = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+                let board_pid = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+                let same_host = f.next() == Some(host.as_str());
+                PeerInfo {
+                    pid,
+                    board_pid,
+                    dir: (!dir.is_empty()).then(|| std::path::PathBuf::from(dir)),
+                    checkable: same_host,
+                }
+            })
+            .collect();
+        let _ = self.peers.set(peers);
+        Ok(())
     }
 
     /// Opens, resets and configures a board for PE `rank` of `size`,
@@ -394,6 +508,9 @@ impl FpgaConduit {
             )));
         }
         let rings = Rings::after_reset(bar0);
+        if let Device::Devsim(d) = &board.device {
+            let _ = std::fs::remove_file(d.join(FINALIZED_MARK));
+        }
         let board_pid = match &board.device {
             Device::Devsim(d) => std::fs::read_to_string(d.join("pid"))
                 .ok()
@@ -423,6 +540,10 @@ impl FpgaConduit {
             exchange_generation: AtomicU64::new(0),
             finalized: AtomicBool::new(false),
             board_pid,
+            peers: OnceLock::new(),
+            polls: AtomicU32::new(0),
+            last_check: AtomicU64::new(0),
+            born: Instant::now(),
         })
     }
 
@@ -503,15 +624,80 @@ impl FpgaConduit {
         n
     }
 
-    /// Slow checks during long waits: the job was ended, the board is gone.
+    /// One step of a wait: the slow checks now and then, the wait
+    /// timeout (`FSHMEM_WAIT_TIMEOUT`, naming `what` is awaited), then a
+    /// backoff step.
+    fn step_wait<S: std::fmt::Display>(
+        &self,
+        b: &mut Backoff,
+        what: impl FnOnce() -> S,
+    ) -> Result<()> {
+        if b.every(CHECK_PERIOD) {
+            self.slow_checks()?;
+        }
+        if let Some(waited) = b.timed_out() {
+            return Err(ConduitError::Timeout {
+                what: what().to_string(),
+                waited,
+            });
+        }
+        b.snooze();
+        Ok(())
+    }
+
+    /// Slow checks during long waits and, rate-limited, in [`Conduit::poll`]:
+    /// the job was ended (global exit), a peer board reported a silent
+    /// link peer, a peer PE or board died, this PE's board is gone.
     fn slow_checks(&self) -> Result<()> {
         let exit = self.load64(self.layout.exit_word());
         if exit != 0 {
+            crate::wait::note_job_exit();
             std::process::exit((exit & 0xFF) as i32);
         }
+        let bar0 = &self.board.bar0;
+        if bar0.read32(regs::ERR_STATUS) & err::PEER_TIMEOUT != 0 {
+            let node = bar0.read32(regs::ERR_INFO) as usize;
+            return Err(ConduitError::PeerFailed {
+                pe: node,
+                reason: format!(
+                    "its board stopped answering PE {}'s board on the link (no packet for \
+                     the peer timeout, FSHMEM_PEER_TIMEOUT)",
+                    self.rank
+                ),
+            });
+        }
+        if let Some(peers) = self.peers.get() {
+            for (pe, p) in peers.iter().enumerate() {
+                if pe == self.rank || !p.checkable {
+                    continue;
+                }
+                if p.dir
+                    .as_ref()
+                    .is_some_and(|d| d.join(FINALIZED_MARK).exists())
+                {
+                    continue;
+                }
+                if p.pid != 0 && !process_alive(p.pid) {
+                    return Err(ConduitError::PeerFailed {
+                        pe,
+                        reason: format!("its process {} ended without finalizing", p.pid),
+                    });
+                }
+                if p.board_pid != 0 && !process_alive(p.board_pid) {
+                    let dir = p.dir.as_ref().map(|d| d.display().to_string());
+                    return Err(ConduitError::PeerFailed {
+                        pe,
+                        reason: format!(
+                            "its board ({}, pid {}) is gone",
+                            dir.unwrap_or_default(),
+                            p.board_pid
+                        ),
+                    });
+                }
+            }
+        }
         if let Some(pid) = self.board_pid {
-            // SAFETY: kill with signal 0 only checks that the process exists.
-            if unsafe { libc::kill(pid, 0) } != 0 {
+            if !process_alive(pid as u32) {
                 return Err(ConduitError::PeerFailed {
                     pe: self.rank,
                     reason: format!("its board ({}, pid {pid}) is gone", self.board.device),
@@ -535,10 +721,7 @@ impl FpgaConduit {
                 b.reset();
                 continue;
             }
-            if b.every(CHECK_PERIOD) {
-                self.slow_checks()?;
-            }
-            b.snooze();
+            self.step_wait(&mut b, || "room in its board's command queue".to_string())?;
         }
         h.dirty = true;
         Ok(())
@@ -556,10 +739,9 @@ impl FpgaConduit {
                 b.reset();
                 continue;
             }
-            if b.every(CHECK_PERIOD) {
-                self.slow_checks()?;
-            }
-            b.snooze();
+            self.step_wait(&mut b, || {
+                format!("{len} bytes of staging space (completions of earlier puts and gets)")
+            })?;
         }
     }
 
@@ -574,10 +756,9 @@ impl FpgaConduit {
                     return Ok(c);
                 }
             }
-            if b.every(CHECK_PERIOD) {
-                self.slow_checks()?;
-            }
-            b.snooze();
+            self.step_wait(&mut b, || {
+                format!("the completion of command {tag} from its board")
+            })?;
         }
     }
 
@@ -690,10 +871,9 @@ impl FpgaConduit {
                     };
                 }
             }
-            if b.every(CHECK_PERIOD) {
-                self.slow_checks()?;
-            }
-            b.snooze();
+            self.step_wait(&mut b, || {
+                format!("the completions of {} gets from its board", tags.len())
+            })?;
         }
     }
 
@@ -871,9 +1051,11 @@ impl FpgaConduit {
                 .get(e.handler)
                 .cloned();
             let Some(f) = f else {
-                eprintln!(
+                crate::report!(
                     "fshmem: PE {}: active message from PE {} names handler {} with no handler registered",
-                    self.rank, e.src, e.handler
+                    self.rank,
+                    e.src,
+                    e.handler
                 );
                 continue;
             };
@@ -912,7 +1094,12 @@ impl FpgaConduit {
             return Ok(());
         }
         self.quiet()?;
-        self.barrier()
+        self.barrier()?;
+        // From now on this PE's exit is not a failure for the others.
+        if let Device::Devsim(d) = &self.board.device {
+            let _ = std::fs::write(d.join(FINALIZED_MARK), b"finalized\n");
+        }
+        Ok(())
     }
 
     /// The attach health check: a loopback of a known pattern through
@@ -1037,15 +1224,18 @@ impl FpgaConduit {
         Ok(())
     }
 
-    /// Waits on an internal word until `done` holds, polling.
-    fn wait_word(&self, off: u64, done: impl Fn(u64) -> bool) -> Result<()> {
+    /// Waits on an internal word until `done` holds, polling; `what`
+    /// names it for a timeout report.
+    fn wait_word(
+        &self,
+        off: u64,
+        done: impl Fn(u64) -> bool,
+        what: impl Fn() -> String,
+    ) -> Result<()> {
         let mut b = Backoff::new();
         while !done(self.load64(off)) {
             self.poll()?;
-            if b.every(CHECK_PERIOD) {
-                self.slow_checks()?;
-            }
-            b.snooze();
+            self.step_wait(&mut b, &what)?;
         }
         Ok(())
     }
@@ -1253,6 +1443,16 @@ impl Conduit for FpgaConduit {
         }
         self.drain_rq();
         self.dispatch();
+        // Liveness (and a global exit), rate-limited: a few system calls
+        // every 10 ms at most.
+        if self.polls.fetch_add(1, Ordering::Relaxed) % POLL_CHECK_CALLS == 0 {
+            let now = self.born.elapsed().as_nanos() as u64;
+            let last = self.last_check.load(Ordering::Relaxed);
+            if now.saturating_sub(last) >= POLL_CHECK_INTERVAL.as_nanos() as u64 {
+                self.last_check.store(now, Ordering::Relaxed);
+                self.slow_checks()?;
+            }
+        }
         Ok(())
     }
 
@@ -1266,7 +1466,12 @@ impl Conduit for FpgaConduit {
             let to = (me + dist) % n;
             let off = self.layout.counter(round);
             self.raw_atomic(to, off, AmoOp::Add, AmoWidth::W64, 1, 0, false)?;
-            self.wait_word(off, |v| v >= epoch)?;
+            let from = (me + n - dist) % n;
+            self.wait_word(
+                off,
+                |v| v >= epoch,
+                || format!("the bootstrap barrier (round {round}: a signal from PE {from})"),
+            )?;
             dist <<= 1;
             round += 1;
         }
@@ -1307,6 +1512,7 @@ impl Conduit for FpgaConduit {
             let _ = self.raw_put(pe, self.layout.exit_word(), bytes.as_ptr(), 8);
         }
         let _ = self.quiet();
+        crate::wait::note_job_exit();
         std::process::exit(status)
     }
 }

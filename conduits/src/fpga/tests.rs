@@ -1,9 +1,10 @@
 //! Unit tests of the fpga conduit against in-process devsim boards.
 
 use super::devsim::compute::GemmCore;
-use super::devsim::link::UdpLink;
+use super::devsim::link::ReliableLink;
 use super::devsim::{BoardModel, Fault};
 use super::*;
+use crate::ipv6::Impair;
 use gasnet_core::cmd::Status;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,17 +14,30 @@ use std::time::{Duration, Instant};
 /// Boards running on threads, each in its own temporary directory.
 pub(crate) struct TestBoards {
     pub dirs: Vec<PathBuf>,
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
+    stops: Vec<Arc<AtomicBool>>,
+    threads: Vec<Option<JoinHandle<()>>>,
 }
 
 impl TestBoards {
     pub fn start(name: &str, n: usize, fault: Fault) -> TestBoards {
+        Self::start_with(name, n, fault, Duration::from_secs(10), None)
+    }
+
+    /// As `start`, with the links' peer timeout and impairment.
+    pub fn start_with(
+        name: &str,
+        n: usize,
+        fault: Fault,
+        peer_timeout: Duration,
+        impair: Option<Impair>,
+    ) -> TestBoards {
         let root = std::env::temp_dir().join(format!("fshmem-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let mut links: Vec<UdpLink> = (0..n).map(|i| UdpLink::bind(i as u16).unwrap()).collect();
+        let mut links: Vec<ReliableLink> = (0..n)
+            .map(|i| ReliableLink::bind(i as u16, peer_timeout, impair).unwrap())
+            .collect();
         let ports: Vec<[u16; 2]> = links.iter().map(|l| l.local_ports().unwrap()).collect();
-        let stop = Arc::new(AtomicBool::new(false));
+        let mut stops = Vec::new();
         let mut dirs = Vec::new();
         let mut threads = Vec::new();
         for (i, mut link) in links.drain(..).enumerate() {
@@ -40,21 +54,32 @@ impl TestBoards {
             )
             .unwrap();
             dirs.push(dir);
-            let stop = stop.clone();
-            threads.push(std::thread::spawn(move || b.run(&stop)));
+            let stop = Arc::new(AtomicBool::new(false));
+            stops.push(stop.clone());
+            threads.push(Some(std::thread::spawn(move || b.run(&stop))));
         }
         TestBoards {
             dirs,
-            stop,
+            stops,
             threads,
+        }
+    }
+
+    /// Stops board `i` (it falls silent: its sockets stay open, unread).
+    pub fn stop_board(&mut self, i: usize) {
+        self.stops[i].store(true, Ordering::Relaxed);
+        if let Some(t) = self.threads[i].take() {
+            let _ = t.join();
         }
     }
 }
 
 impl Drop for TestBoards {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.drain(..) {
+        for s in &self.stops {
+            s.store(true, Ordering::Relaxed);
+        }
+        for t in self.threads.drain(..).flatten() {
             let _ = t.join();
         }
         if let Some(root) = self.dirs.first().and_then(|d| d.parent()) {
@@ -313,4 +338,88 @@ fn gemm_compute_core_with_art_streams_results_to_a_peer() {
         }
         c.barrier().unwrap();
     });
+}
+
+#[test]
+fn lossy_duplicating_reordering_links_deliver_everything_exactly() {
+    let impair = Impair {
+        loss: 10.0,
+        dup: 5.0,
+        reorder: 20.0,
+    };
+    let n = 3;
+    let b = TestBoards::start_with(
+        "lossy",
+        n,
+        Fault::None,
+        Duration::from_secs(10),
+        Some(impair),
+    );
+    let dirs = b.dirs.clone();
+    let ts: Vec<_> = (0..n)
+        .map(|r| {
+            let dir = dirs[r].clone();
+            std::thread::spawn(move || {
+                let c = FpgaConduit::open(Device::Devsim(dir), r, n, 1 << 20).unwrap();
+                c.health_check().unwrap();
+                c.barrier().unwrap();
+                let to = (r + 1) % n;
+                // Small (inline), medium and fragmented (> one datagram)
+                // puts, each a distinct pattern.
+                let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + r as u32) as u8).collect();
+                c.put(to, 0, &big).unwrap();
+                c.put(to, 300_000, &[r as u8 + 1; 24]).unwrap();
+                for k in 0..200u64 {
+                    c.atomic(to, 400_000, AmoOp::Add, AmoWidth::W64, k, 0)
+                        .unwrap();
+                }
+                c.barrier().unwrap();
+                let from = (r + n - 1) % n;
+                let mut back = vec![0u8; 200_000];
+                c.get(r, 0, &mut back).unwrap();
+                let want: Vec<u8> = (0..200_000u32)
+                    .map(|i| (i * 7 + from as u32) as u8)
+                    .collect();
+                assert!(back == want, "PE {r}: the fragmented put arrived damaged");
+                let mut remote = vec![0u8; 200_000];
+                c.get(to, 0, &mut remote).unwrap();
+                assert!(remote == big, "PE {r}: the get across a lossy link differs");
+                let sum = c
+                    .atomic(r, 400_000, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .unwrap();
+                assert_eq!(sum, (0..200).sum::<u64>());
+                let mut small = [0u8; 24];
+                c.get(r, 300_000, &mut small).unwrap();
+                assert_eq!(small, [from as u8 + 1; 24]);
+                c.finalize().unwrap();
+            })
+        })
+        .collect();
+    for t in ts {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn a_board_that_stops_answering_is_reported_naming_its_pe() {
+    let mut b = TestBoards::start_with("silent", 2, Fault::None, Duration::from_millis(300), None);
+    let c0 = open(&b, 0, 1 << 20);
+    let c1 = open(&b, 1, 1 << 20);
+    c0.put(1, 0, b"before").unwrap();
+    c0.quiet().unwrap();
+    drop(c1);
+    b.stop_board(1);
+    let start = Instant::now();
+    let mut back = [0u8; 6];
+    match c0.get(1, 0, &mut back) {
+        Err(ConduitError::PeerFailed { pe: 1, reason }) => {
+            assert!(reason.contains("stopped answering"), "{reason}")
+        }
+        other => panic!("expected PE 1 to be reported: {other:?}"),
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
 }

@@ -4,16 +4,21 @@
 //!
 //! # Threads and queues
 //!
-//! Each PE has one **progress thread** that owns the UDP socket, the
-//! reference engine ([`gasnet_core::engine::Engine`]) over the local
-//! segment and the [`reliable`] transport below it. Application threads
-//! never touch the socket: they push commands into a mutex-protected inbox
-//! and wake the thread through an eventfd (only when it sleeps); they wait
-//! for results on a condition variable after a short spin. The thread
-//! serves remote puts, gets, atomics and active messages while the
+//! Each PE has one protocol core — the UDP socket, the reference engine
+//! ([`gasnet_core::engine::Engine`]) over the local segment and the
+//! [`reliable`] transport below it — behind one mutex, and one **progress
+//! thread**. Whichever thread holds the core drives it. An application
+//! thread that issues an operation sends its datagrams itself; one that
+//! waits (`quiet`, a blocking get, a fetching atomic) polls the socket
+//! itself — spinning, then yielding, then sleeping in `poll(2)` on the
+//! socket until the transport's next deadline — so a round trip costs no
+//! hand-off between threads (with `oshrun`'s pinning both threads of a PE
+//! share one CPU, and every hand-off was a context switch). Meanwhile the
+//! progress thread stays parked off the socket. Otherwise the progress
+//! thread serves remote puts, gets, atomics and active messages while the
 //! application computes, so one-sided operations complete without the
-//! target calling the library. It sleeps in `poll` on the socket and the
-//! eventfd, bounded by the transport's next deadline.
+//! target calling the library: it keeps polling for a short while after
+//! work, then sleeps in `poll(2)` on the socket and an eventfd.
 //!
 //! # Operations
 //!
@@ -32,8 +37,10 @@
 //!   the engine issues in order. `quiet` waits until every command issued
 //!   before it has completed (for puts and atomics: acknowledged after the
 //!   target applied them) and reports the first error of a non-blocking one.
-//! - Active-message handlers run on the progress thread (the contract
-//!   allows it: handlers must not block); replies too.
+//! - Active-message handlers run on whichever thread drives the core — the
+//!   progress thread, or an application thread inside the library — with
+//!   the core locked: they must not block or call the conduit (the
+//!   contract forbids both); they answer through their token.
 //! - `barrier` and `exchange` are the bootstrap's ([`crate::bootstrap`]),
 //!   `barrier` after a `quiet`.
 //!
@@ -43,7 +50,14 @@
 //! `FSHMEM_PEER_TIMEOUT` (default 10 s) is reported: every later call fails
 //! with [`ConduitError::PeerFailed`] naming it, so the job ends non-zero
 //! instead of hanging. A PE that leaves the bootstrap without finalizing
-//! fails the other PEs' next barrier the same way. [`Conduit::global_exit`]
+//! fails the other PEs' next barrier the same way, and one that vanishes at
+//! any other time (even with status 0) is reported by the rendezvous server
+//! to every other PE, whose progress thread watches the bootstrap
+//! connection ([`Bootstrap::check`]): their next call fails naming it.
+//! Every wait of the conduit (quiet, a blocking get or fetching atomic,
+//! flow control) fails with [`ConduitError::Timeout`] naming what it
+//! awaits when none of the PE's operations completes for
+//! `FSHMEM_WAIT_TIMEOUT`. [`Conduit::global_exit`]
 //! sends a request to a conduit-private system handler ([`EXIT_HANDLER`])
 //! on every peer, whose progress thread then exits the process.
 //!
@@ -57,40 +71,45 @@
 //! | `FSHMEM_IPV6_MTU` | path MTU to assume (default: the route's, from the kernel) |
 //! | `FSHMEM_PEER_TIMEOUT` | silence before a needed peer is declared failed (`10s`, `500ms`) |
 //! | `FSHMEM_IPV6_IMPAIR` | test only: `loss=5,dup=1,reorder=10` percent of datagrams sent |
+//! | `FSHMEM_IPV6_BATCH` | `gso` (default), `mmsg` or `none`: datagram batching (see `batch.rs`) |
+//! | `FSHMEM_IPV6_STATS` | set: the progress thread prints the transport's counters to stderr when it stops |
 //!
 //! Without `FSHMEM_IPV6_ADDR`/`_PREFIX` the data socket binds to the
 //! address this host uses to reach the rendezvous server, else to the
 //! first unique-local (`fd00::/8`) address of the host, else to `::1`.
 
+mod batch;
+pub mod impair;
 pub(crate) mod net;
 mod progress;
 pub mod reliable;
 mod segment;
 
-pub use progress::Impair;
+pub use impair::Impair;
 
 use crate::bootstrap::{self, Bootstrap};
 use crate::error::{ConduitError, Result, check_range};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SignalOp};
+use gasnet_core::NodeId;
 use gasnet_core::engine::{
     Command, Completion, Config as EngineConfig, Engine, GetInto, PutSource,
 };
-use gasnet_core::{AmError, NodeId};
 use net::{Endpoint, EventFd};
-use progress::{NO_EXIT, Progress, Req};
+use progress::{Core, NO_EXIT};
 use segment::{SegMemory, Segment};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV6, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The conduit-private system handler that ends the process with the
-/// status in its first argument ([`Conduit::global_exit`]).
-pub const EXIT_HANDLER: u8 = 62;
+/// status in its first argument ([`Conduit::global_exit`]);
+/// [`gasnet_core::handlers::EXIT`].
+pub const EXIT_HANDLER: u8 = gasnet_core::handlers::EXIT;
 
 /// Largest contribution to [`Conduit::exchange`] (`spec/conduit.md` §8).
 pub const EXCHANGE_MAX: usize = 1024;
@@ -101,6 +120,12 @@ pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most commands an application may have in the progress thread's hands
 /// before it waits for some to complete (flow control).
 const MAX_PENDING: u64 = 8192;
+
+/// Largest command the conduit hands the engine: longer puts and gets are
+/// split so that no buffer of the whole transfer is allocated (and paged in)
+/// per call, and a put's buffer becomes the engine's Long payload without
+/// another copy.
+const CHUNK: usize = gasnet_core::MAX_LONG;
 
 /// Parses a duration: seconds (`10`, `2.5`) or with a unit (`500ms`, `3s`).
 ///
@@ -132,13 +157,26 @@ pub fn parse_duration(var: &str, v: &str) -> Result<Duration> {
         })
 }
 
-/// Parses `loss=5,dup=1,reorder=10` (percentages).
+/// Parses `loss=5,dup=1,reorder=10` (percentages) from
+/// `FSHMEM_IPV6_IMPAIR`.
 pub fn parse_impair(v: &str) -> Result<Impair> {
+    parse_impair_var("FSHMEM_IPV6_IMPAIR", v)
+}
+
+/// Parses `loss=5,dup=1,reorder=10` (percentages, each at most 50) read
+/// from variable `var`; errors name it.
+///
+/// ```
+/// let f = conduits::ipv6::parse_impair_var("X", "loss=5,reorder=10").unwrap();
+/// assert_eq!((f.loss, f.dup, f.reorder), (5.0, 0.0, 10.0));
+/// assert!(conduits::ipv6::parse_impair_var("X", "loss=90").is_err());
+/// ```
+pub fn parse_impair_var(var: &str, v: &str) -> Result<Impair> {
     let mut f = Impair::default();
     for part in v.split(',').filter(|p| !p.trim().is_empty()) {
         let bad = || {
             ConduitError::Bootstrap(format!(
-                "FSHMEM_IPV6_IMPAIR={v:?}: expected loss=P,dup=P,reorder=P (percent)"
+                "{var}={v:?}: expected loss=P,dup=P,reorder=P (percent)"
             ))
         };
         let (k, x) = part.split_once('=').ok_or_else(bad)?;
@@ -178,21 +216,20 @@ unsafe impl Send for SendPtr {}
 /// A result posted to a waiting application thread.
 pub(crate) enum Outcome {
     Done(Completion, Option<ConduitError>),
-    Registered(std::result::Result<(), AmError>),
     Flushed,
 }
 
-/// State shared by the application threads and the progress thread.
+/// State shared by the application threads and the progress thread,
+/// outside the core's lock.
 pub(crate) struct Shared {
-    pub(crate) inbox: Mutex<VecDeque<Req>>,
+    /// Wakes the progress thread (to stop).
     pub(crate) wake: EventFd,
-    pub(crate) sleeping: AtomicBool,
     pub(crate) stop: AtomicBool,
+    /// Application threads currently driving the core.
+    pub(crate) drivers: AtomicUsize,
     pub(crate) issued: AtomicU64,
     pub(crate) completed: AtomicU64,
     done: Mutex<HashMap<u64, Outcome>>,
-    cv: Condvar,
-    waiters: AtomicUsize,
     nbi_error: Mutex<Option<ConduitError>>,
     failed: Mutex<Option<ConduitError>>,
     failed_flag: AtomicBool,
@@ -205,14 +242,13 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(tag, o);
-        self.cv.notify_all();
     }
 
-    pub(crate) fn notify(&self) {
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            let _g = self.done.lock().unwrap_or_else(|e| e.into_inner());
-            self.cv.notify_all();
-        }
+    fn take(&self, tag: u64) -> Option<Outcome> {
+        self.done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&tag)
     }
 
     pub(crate) fn record_nbi_error(&self, e: ConduitError) {
@@ -228,8 +264,6 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .get_or_insert(e);
         self.failed_flag.store(true, Ordering::Release);
-        let _g = self.done.lock().unwrap_or_else(|e| e.into_inner());
-        self.cv.notify_all();
     }
 
     fn failure(&self) -> Option<ConduitError> {
@@ -243,6 +277,30 @@ impl Shared {
     }
 }
 
+/// Counts an application thread as driving the core while it lives.
+struct Driving<'a>(&'a Shared);
+
+impl<'a> Driving<'a> {
+    fn new(s: &'a Shared) -> Driving<'a> {
+        s.drivers.fetch_add(1, Ordering::AcqRel);
+        Driving(s)
+    }
+}
+
+impl Drop for Driving<'_> {
+    fn drop(&mut self) {
+        self.0.drivers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Steps of [`Backoff`] (spins, then yields) an application thread takes
+/// without progress before it sleeps in `poll(2)` on the socket.
+const DRIVE_STEPS_BEFORE_SLEEP: u64 = crate::wait::SPIN_STEPS as u64 + 64;
+
+/// Longest sleep of a driving application thread before it looks again
+/// (another thread may have taken the datagram it waits for).
+const DRIVE_MAX_SLEEP: Duration = Duration::from_millis(1);
+
 /// A PE attached to an ipv6 job. `Send + Sync`: any thread may call it.
 pub struct Ipv6Conduit {
     rank: usize,
@@ -250,8 +308,10 @@ pub struct Ipv6Conduit {
     segment_len: usize,
     seg: Arc<Segment>,
     shared: Arc<Shared>,
+    core: Arc<Mutex<Core>>,
+    sock_fd: i32,
     thread: Mutex<Option<JoinHandle<()>>>,
-    boot: Mutex<Box<dyn Bootstrap>>,
+    boot: Arc<Mutex<Box<dyn Bootstrap>>>,
     next_tag: AtomicU64,
     finalized: AtomicBool,
     addr: SocketAddrV6,
@@ -416,15 +476,12 @@ impl Ipv6Conduit {
             },
         );
         let shared = Arc::new(Shared {
-            inbox: Mutex::new(VecDeque::new()),
             wake: EventFd::new()?,
-            sleeping: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            drivers: AtomicUsize::new(0),
             issued: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             done: Mutex::new(HashMap::new()),
-            cv: Condvar::new(),
-            waiters: AtomicUsize::new(0),
             nbi_error: Mutex::new(None),
             failed: Mutex::new(None),
             failed_flag: AtomicBool::new(false),
@@ -446,26 +503,32 @@ impl Ipv6Conduit {
             ..reliable::Config::default()
         };
         let transport = reliable::Transport::new(rank as NodeId, &datagrams, cfg, Instant::now());
-        let progress = Progress {
-            shared: shared.clone(),
+        let seed = 0x9e37_79b9_7f4a_7c15 ^ (rank as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1);
+        let core = Core::new(
             engine,
             transport,
             sock,
-            peers: peers.clone(),
-            impair: settings.impair,
-            seed: 0x9e37_79b9_7f4a_7c15 ^ (rank as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1),
-        };
+            peers.clone(),
+            settings.impair,
+            seed,
+        );
+        let sock_fd = core.sock_fd();
+        let core = Arc::new(Mutex::new(core));
+        let boot = Arc::new(Mutex::new(boot));
+        let (c2, s2, b2) = (core.clone(), shared.clone(), boot.clone());
         let thread = std::thread::Builder::new()
             .name(format!("fshmem-progress-{rank}"))
-            .spawn(move || progress.run())?;
+            .spawn(move || progress::run(c2, s2, b2))?;
         let c = Ipv6Conduit {
             rank,
             size,
             segment_len,
             seg,
             shared,
+            core,
+            sock_fd,
             thread: Mutex::new(Some(thread)),
-            boot: Mutex::new(boot),
+            boot,
             next_tag: AtomicU64::new(1),
             finalized: AtomicBool::new(false),
             addr,
@@ -497,17 +560,9 @@ impl Ipv6Conduit {
     }
 
     fn register(&self, index: u8, f: HandlerFn, system: bool) -> Result<()> {
-        let tag = self.tag();
-        self.push(Req::Register {
-            tag,
-            index,
-            f,
-            system,
-        });
-        match self.wait_tag(tag)? {
-            Outcome::Registered(r) => r.map_err(ConduitError::Am),
-            _ => Err(ConduitError::Io("unexpected outcome".into())),
-        }
+        progress::lock(&self.core)
+            .register(index, f, system)
+            .map_err(ConduitError::Am)
     }
 
     /// Leaves the job: `quiet`, a barrier with every PE, then the progress
@@ -542,18 +597,8 @@ impl Ipv6Conduit {
         }
     }
 
-    fn push(&self, r: Req) {
-        self.shared
-            .inbox
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(r);
-        if self.shared.sleeping.load(Ordering::SeqCst) {
-            self.shared.wake.signal();
-        }
-    }
-
-    /// Hands `cmd` to the progress thread; returns its tag.
+    /// Hands `cmd` to the core (which sends what it can at once); returns
+    /// its tag.
     fn submit(&self, cmd: Command, want: Want) -> Result<u64> {
         self.check_failed()?;
         if self.finalized.load(Ordering::Acquire) {
@@ -561,76 +606,96 @@ impl Ipv6Conduit {
         }
         let issued = self.shared.issued.load(Ordering::Acquire);
         if issued.saturating_sub(self.shared.completed.load(Ordering::Acquire)) >= MAX_PENDING {
-            self.wait_until(|s| {
-                issued.saturating_sub(s.completed.load(Ordering::Acquire)) < MAX_PENDING / 2
-            })?;
+            self.drive_until(
+                || {
+                    issued.saturating_sub(self.shared.completed.load(Ordering::Acquire))
+                        < MAX_PENDING / 2
+                },
+                || {
+                    format!(
+                        "room among its {MAX_PENDING} outstanding operations (PE {})",
+                        self.rank
+                    )
+                },
+            )?;
         }
         let tag = self.tag();
         self.shared.issued.fetch_add(1, Ordering::AcqRel);
-        self.push(Req::Cmd { tag, cmd, want });
+        progress::lock(&self.core).submit(&self.shared, tag, cmd, want);
         Ok(tag)
     }
 
-    /// Waits (spin, then sleep on the condition variable) until `cond`.
-    fn wait_until(&self, cond: impl Fn(&Shared) -> bool) -> Result<()> {
-        let s = &*self.shared;
-        let mut b = Backoff::new();
-        while !b.is_yielding() {
-            if cond(s) {
-                return Ok(());
-            }
-            self.check_failed()?;
-            b.snooze();
+    /// Drives the core from this thread until `cond` holds: polls the
+    /// socket while spinning, then yielding, then sleeping in `poll(2)` on it
+    /// until the transport's next deadline. Fails if a peer failed, and with
+    /// [`ConduitError::Timeout`] naming `what()` when none of this PE's
+    /// operations completes for `FSHMEM_WAIT_TIMEOUT`.
+    fn drive_until(&self, mut cond: impl FnMut() -> bool, what: impl Fn() -> String) -> Result<()> {
+        if cond() {
+            return Ok(());
         }
-        let mut g = s.done.lock().unwrap_or_else(|e| e.into_inner());
+        let s = &*self.shared;
+        let _driving = Driving::new(s);
+        let mut b = Backoff::new();
+        let mut completed = s.completed.load(Ordering::Acquire);
         loop {
-            if cond(s) {
+            if cond() {
                 return Ok(());
             }
             self.check_failed()?;
-            s.waiters.fetch_add(1, Ordering::SeqCst);
-            if cond(s) {
-                s.waiters.fetch_sub(1, Ordering::SeqCst);
+            let worked = progress::try_lock(&self.core).is_some_and(|mut c| c.step(s));
+            if worked {
+                // Completions are progress towards what is awaited (the
+                // timeout clock restarts); other traffic only keeps the
+                // wait spinning.
+                let now = s.completed.load(Ordering::Acquire);
+                if now != completed {
+                    completed = now;
+                    b.reset();
+                } else {
+                    b.respin();
+                }
+                continue;
+            }
+            if let Some(waited) = b.timed_out() {
+                return Err(ConduitError::Timeout {
+                    what: what(),
+                    waited,
+                });
+            }
+            if b.steps() < DRIVE_STEPS_BEFORE_SLEEP {
+                b.snooze();
+                continue;
+            }
+            // Sleeping steps count too (the timeout clock is read on them).
+            b.snooze();
+            let t = progress::try_lock(&self.core)
+                .map_or(Duration::ZERO, |c| c.idle_for(DRIVE_MAX_SLEEP));
+            if cond() {
                 return Ok(());
             }
-            g =
-                s.cv.wait_timeout(g, Duration::from_millis(20))
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            s.waiters.fetch_sub(1, Ordering::SeqCst);
+            if !t.is_zero() {
+                net::wait_readable(Some(self.sock_fd), s.wake.fd(), t);
+            }
         }
     }
 
-    fn wait_tag(&self, tag: u64) -> Result<Outcome> {
-        let s = &*self.shared;
-        let mut b = Backoff::new();
-        loop {
-            {
-                let mut g = s.done.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(o) = g.remove(&tag) {
-                    return Ok(o);
-                }
-                if b.is_yielding() {
-                    self.check_failed()?;
-                    s.waiters.fetch_add(1, Ordering::SeqCst);
-                    let mut g =
-                        s.cv.wait_timeout(g, Duration::from_millis(20))
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0;
-                    s.waiters.fetch_sub(1, Ordering::SeqCst);
-                    if let Some(o) = g.remove(&tag) {
-                        return Ok(o);
-                    }
-                    continue;
-                }
-            }
-            self.check_failed()?;
-            b.snooze();
-        }
+    /// Waits for the outcome posted under `tag`; `what` names the
+    /// operation for a timeout report.
+    fn wait_tag(&self, tag: u64, what: impl Fn() -> String) -> Result<Outcome> {
+        let mut out = None;
+        self.drive_until(
+            || {
+                out = self.shared.take(tag);
+                out.is_some()
+            },
+            what,
+        )?;
+        out.ok_or_else(|| ConduitError::Io("lost outcome".into()))
     }
 
-    fn wait_value(&self, tag: u64) -> Result<Completion> {
-        match self.wait_tag(tag)? {
+    fn wait_value(&self, tag: u64, what: impl Fn() -> String) -> Result<Completion> {
+        match self.wait_tag(tag, what)? {
             Outcome::Done(c, None) => Ok(c),
             Outcome::Done(_, Some(e)) => Err(e),
             _ => Err(ConduitError::Io("unexpected outcome".into())),
@@ -660,37 +725,28 @@ impl Ipv6Conduit {
     /// Sends a request to every peer's exit handler, waits briefly for
     /// them to be acknowledged, and exits.
     fn broadcast_exit(&self, status: i32) {
-        for pe in (0..self.size).filter(|&p| p != self.rank) {
-            let cmd = Command::AmRequest {
-                dst: pe as NodeId,
-                category: Category::Short,
-                handler: EXIT_HANDLER,
-                args: vec![status as u32],
-                payload: Vec::new(),
-                offset: 0,
-            };
-            let tag = self.tag();
-            self.push(Req::Cmd {
-                tag,
-                cmd,
-                want: Want::Nbi,
-            });
-        }
         let tag = self.tag();
-        self.push(Req::Flush { tag });
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline {
-            if self
-                .shared
-                .done
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains_key(&tag)
-            {
-                break;
+        {
+            let mut core = progress::lock(&self.core);
+            for pe in (0..self.size).filter(|&p| p != self.rank) {
+                let cmd = Command::AmRequest {
+                    dst: pe as NodeId,
+                    category: Category::Short,
+                    handler: EXIT_HANDLER,
+                    args: vec![status as u32],
+                    payload: Vec::new(),
+                    offset: 0,
+                };
+                let t = self.tag();
+                core.submit(&self.shared, t, cmd, Want::Nbi);
             }
-            std::thread::sleep(Duration::from_millis(1));
+            core.flush(tag);
         }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let _ = self.drive_until(
+            || Instant::now() >= deadline || self.shared.take(tag).is_some(),
+            || "the acknowledgements of its global-exit requests".to_string(),
+        );
     }
 }
 
@@ -742,12 +798,15 @@ impl Conduit for Ipv6Conduit {
         if src.is_empty() {
             return self.check_failed();
         }
-        let cmd = Command::Put {
-            dst: pe as NodeId,
-            offset: offset as u64,
-            source: PutSource::Bytes(src.to_vec()),
-        };
-        self.submit(cmd, Want::Nbi).map(|_| ())
+        for (k, part) in src.chunks(CHUNK).enumerate() {
+            let cmd = Command::Put {
+                dst: pe as NodeId,
+                offset: (offset + k * CHUNK) as u64,
+                source: PutSource::Bytes(part.to_vec()),
+            };
+            self.submit(cmd, Want::Nbi)?;
+        }
+        Ok(())
     }
 
     unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
@@ -767,20 +826,38 @@ impl Conduit for Ipv6Conduit {
         if dst.is_empty() {
             return self.check_failed();
         }
-        let into = match self.in_segment(dst.as_ptr(), dst.len()) {
-            Some(at) => GetInto::Segment(at),
-            None => GetInto::Buffer,
-        };
-        let cmd = Command::Get {
-            dst: pe as NodeId,
-            offset: offset as u64,
-            len: dst.len() as u64,
-            into,
-        };
-        let tag = self.submit(cmd, Want::Value)?;
-        let c = self.wait_value(tag)?;
-        if into == GetInto::Buffer {
-            dst.copy_from_slice(&c.data[..dst.len()]);
+        if let Some(at) = self.in_segment(dst.as_ptr(), dst.len()) {
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: offset as u64,
+                len: dst.len() as u64,
+                into: GetInto::Segment(at),
+            };
+            let tag = self.submit(cmd, Want::Value)?;
+            return self
+                .wait_value(tag, || {
+                    format!(
+                        "the data of a blocking get of {} bytes from PE {pe} at offset {offset:#x}",
+                        dst.len()
+                    )
+                })
+                .map(|_| ());
+        }
+        let mut tags = Vec::with_capacity(dst.len().div_ceil(CHUNK));
+        for (k, part) in dst.chunks(CHUNK).enumerate() {
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: (offset + k * CHUNK) as u64,
+                len: part.len() as u64,
+                into: GetInto::Buffer,
+            };
+            tags.push(self.submit(cmd, Want::Value)?);
+        }
+        for (tag, part) in tags.into_iter().zip(dst.chunks_mut(CHUNK)) {
+            let c = self.wait_value(tag, || {
+                format!("the data of a blocking get from PE {pe} at offset {offset:#x}")
+            })?;
+            part.copy_from_slice(&c.data[..part.len()]);
         }
         Ok(())
     }
@@ -796,23 +873,32 @@ impl Conduit for Ipv6Conduit {
         if len == 0 {
             return self.check_failed();
         }
-        let (into, want) = match self.in_segment(dst, len) {
-            Some(at) => (GetInto::Segment(at), Want::Nbi),
-            None => (
-                GetInto::Buffer,
-                Want::NbiGet {
-                    dst: SendPtr(dst),
-                    len,
-                },
-            ),
-        };
-        let cmd = Command::Get {
-            dst: pe as NodeId,
-            offset: offset as u64,
-            len: len as u64,
-            into,
-        };
-        self.submit(cmd, want).map(|_| ())
+        if let Some(at) = self.in_segment(dst, len) {
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: offset as u64,
+                len: len as u64,
+                into: GetInto::Segment(at),
+            };
+            return self.submit(cmd, Want::Nbi).map(|_| ());
+        }
+        let mut at = 0;
+        while at < len {
+            let n = CHUNK.min(len - at);
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: (offset + at) as u64,
+                len: n as u64,
+                into: GetInto::Buffer,
+            };
+            let want = Want::NbiGet {
+                dst: SendPtr(dst.wrapping_add(at)),
+                len: n,
+            };
+            self.submit(cmd, want)?;
+            at += n;
+        }
+        Ok(())
     }
 
     fn atomic(
@@ -846,7 +932,11 @@ impl Conduit for Ipv6Conduit {
             return Ok(0);
         }
         let tag = self.submit(cmd, Want::Value)?;
-        Ok(self.wait_value(tag)?.value)
+        Ok(self
+            .wait_value(tag, || {
+                format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}")
+            })?
+            .value)
     }
 
     fn put_signal(
@@ -883,7 +973,16 @@ impl Conduit for Ipv6Conduit {
 
     fn quiet(&self) -> Result<()> {
         let target = self.shared.issued.load(Ordering::Acquire);
-        self.wait_until(|s| s.completed.load(Ordering::Acquire) >= target)?;
+        self.drive_until(
+            || self.shared.completed.load(Ordering::Acquire) >= target,
+            || {
+                let done = self.shared.completed.load(Ordering::Acquire);
+                format!(
+                    "{} of its operations to complete in quiet (acknowledged by their targets)",
+                    target.saturating_sub(done)
+                )
+            },
+        )?;
         match self
             .shared
             .nbi_error
@@ -931,6 +1030,9 @@ impl Conduit for Ipv6Conduit {
     }
 
     fn poll(&self) -> Result<()> {
+        if let Some(mut c) = progress::try_lock(&self.core) {
+            c.step(&self.shared);
+        }
         self.check_failed()
     }
 
@@ -951,6 +1053,7 @@ impl Conduit for Ipv6Conduit {
     }
 
     fn global_exit(&self, status: i32) -> ! {
+        crate::wait::note_job_exit();
         self.broadcast_exit(status);
         std::process::exit(status)
     }

@@ -214,23 +214,30 @@ impl EventFd {
     }
 }
 
-/// Waits until `sock` or `wake` is readable, or `timeout` passes.
-pub fn wait_readable(sock: i32, wake: i32, timeout: std::time::Duration) {
+/// Waits until `sock` (if given) or `wake` is readable, or `timeout`
+/// passes (at most a second).
+pub fn wait_readable(sock: Option<i32>, wake: i32, timeout: std::time::Duration) {
     let mut fds = [
-        libc::pollfd {
-            fd: sock,
-            events: libc::POLLIN,
-            revents: 0,
-        },
         libc::pollfd {
             fd: wake,
             events: libc::POLLIN,
             revents: 0,
         },
+        libc::pollfd {
+            fd: sock.unwrap_or(-1),
+            events: libc::POLLIN,
+            revents: 0,
+        },
     ];
-    let ms = timeout.as_micros().div_ceil(1000).min(1000) as i32;
-    // SAFETY: `fds` is a live array of two pollfd.
-    unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    let n = if sock.is_some() { 2 } else { 1 };
+    let t = timeout.min(std::time::Duration::from_secs(1));
+    let ts = libc::timespec {
+        tv_sec: t.as_secs() as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `fds` is a live array of two pollfd and `n` is at most 2;
+    // `ts` is a live timespec; a null signal mask leaves the mask alone.
+    unsafe { libc::ppoll(fds.as_mut_ptr(), n, &ts, std::ptr::null()) };
 }
 
 #[cfg(test)]

@@ -1,282 +1,283 @@
-//! The progress thread of an ipv6 PE: it owns the UDP socket, the engine
-//! and the reliable transport, takes the application's commands from the
-//! inbox, serves remote requests, and posts completions back.
+//! The protocol core of an ipv6 PE and its progress thread.
+//!
+//! [`Core`] owns the UDP socket, the engine and the reliable transport. It
+//! sits behind one mutex and is driven by whichever thread holds it: an
+//! application thread that submits a command (which then leaves on the
+//! socket from that thread, with no hand-off), an application thread that
+//! waits for a completion (it polls the socket itself, so the reply needs
+//! no second thread to wake), or the progress thread, which serves remote
+//! requests while the application computes. While an application thread
+//! drives, the progress thread stays parked off the socket, so the two do
+//! not compete for datagrams or for the CPU they are often pinned to.
 
+use super::batch::{Mode, RecvBatch, SendBatch};
+use super::impair::{Impair, Impairer};
 use super::reliable::{PeerSilent, Transport};
 use super::segment::SegMemory;
 use super::{Outcome, Shared, Want};
 use crate::error::ConduitError;
-use gasnet_core::engine::{Completion, Engine, Status};
+use gasnet_core::engine::{Command, Completion, Engine, Status};
+use gasnet_core::{AmError, HandlerFn};
 use std::collections::{HashMap, VecDeque};
-use std::net::{SocketAddr, SocketAddrV6, UdpSocket};
+use std::net::{SocketAddrV6, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-/// Command submissions from application threads.
-pub(crate) enum Req {
-    /// An engine command under `tag`.
-    Cmd {
-        tag: u64,
-        cmd: gasnet_core::engine::Command,
-        want: Want,
-    },
-    /// Register a handler in the engine's table.
-    Register {
-        tag: u64,
-        index: u8,
-        f: gasnet_core::HandlerFn,
-        system: bool,
-    },
-    /// Complete `tag` once no packet waits for acknowledgement.
-    Flush { tag: u64 },
+/// `exit_status` value meaning no global exit was requested.
+pub(crate) const NO_EXIT: i64 = i64::MIN;
+
+/// How long the progress thread keeps polling (yielding between polls)
+/// after it last found work, before it sleeps in `poll(2)`: requests that
+/// follow each other closely then find it awake.
+const SPIN_AFTER_WORK: Duration = Duration::from_micros(100);
+
+/// Longest sleep of the progress thread. An application thread may arm a
+/// retransmission timer after the thread went to sleep; this bounds how
+/// late that timer can fire while the application is not in the library.
+const MAX_SLEEP: Duration = Duration::from_millis(10);
+
+/// How long the progress thread stays parked off the socket while an
+/// application thread drives, before it looks again.
+const PARK: Duration = Duration::from_millis(1);
+
+/// How often the progress thread asks the bootstrap service for failures.
+const BOOT_CHECK: Duration = Duration::from_millis(20);
+
+/// The PE's bootstrap service, shared with the progress thread.
+pub(crate) type BootRef = Arc<Mutex<Box<dyn crate::bootstrap::Bootstrap>>>;
+
+/// Batches of datagrams taken from the socket per step at most.
+const RECV_ROUNDS: usize = 8;
+
+/// The protocol state of one PE. See the module documentation.
+pub(crate) struct Core {
+    engine: Engine<SegMemory>,
+    transport: Transport,
+    sock: UdpSocket,
+    peers: Vec<SocketAddrV6>,
+    impair: Option<Impairer>,
+    waiting: HashMap<u64, Want>,
+    backlog: VecDeque<(u64, Command)>,
+    flushes: Vec<u64>,
+    rx: RecvBatch,
+    tx: SendBatch,
+    failed: bool,
+    last_check: Instant,
 }
 
-/// Deterministic datagram impairment for tests (`FSHMEM_IPV6_IMPAIR`):
-/// percentages of datagrams dropped, duplicated and delayed (reordered).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Impair {
-    /// Percent dropped.
-    pub loss: f64,
-    /// Percent sent twice.
-    pub dup: f64,
-    /// Percent held back 0.1–2 ms.
-    pub reorder: f64,
-}
-
-pub(crate) struct Progress {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) engine: Engine<SegMemory>,
-    pub(crate) transport: Transport,
-    pub(crate) sock: UdpSocket,
-    pub(crate) peers: Vec<SocketAddrV6>,
-    pub(crate) impair: Option<Impair>,
-    pub(crate) seed: u64,
-}
-
-struct Waiting {
-    want: Want,
-}
-
-impl Progress {
-    pub(crate) fn run(mut self) {
-        let mut waiting: HashMap<u64, Waiting> = HashMap::new();
-        let mut backlog: VecDeque<(u64, gasnet_core::engine::Command)> = VecDeque::new();
-        let mut flushes: Vec<u64> = Vec::new();
-        let mut buf = vec![0u8; 65536];
-        let mut delayed: Vec<(Instant, usize, Vec<u8>)> = Vec::new();
-        let mut rng = self.seed | 1;
-        let mut failed = false;
-        let sock_fd = self.sock.as_raw_fd();
-        let mut last_check = Instant::now();
-        let mut idle_spins = 0u32;
-        loop {
-            if self.shared.stop.load(Ordering::Acquire) {
-                return;
-            }
-            let mut work = false;
-            // 1. Application commands.
-            let reqs: Vec<Req> = {
-                let mut q = self.shared.inbox.lock().unwrap_or_else(|e| e.into_inner());
-                q.drain(..).collect()
-            };
-            for r in reqs {
-                work = true;
-                match r {
-                    Req::Cmd { tag, cmd, want } => {
-                        waiting.insert(tag, Waiting { want });
-                        backlog.push_back((tag, cmd));
-                    }
-                    Req::Register {
-                        tag,
-                        index,
-                        f,
-                        system,
-                    } => {
-                        let t = self.engine.handlers_mut();
-                        let r = if system {
-                            t.register_system(index, f)
-                        } else {
-                            t.register_user(index, f)
-                        };
-                        self.shared.post(tag, Outcome::Registered(r));
-                    }
-                    Req::Flush { tag } => flushes.push(tag),
-                }
-            }
-            while !backlog.is_empty()
-                && self.engine.outstanding() < self.engine.config().queue_depth
-            {
-                let Some((tag, cmd)) = backlog.pop_front() else {
-                    break;
-                };
-                match self.engine.submit(tag, cmd) {
-                    Ok(()) => {}
-                    Err(e) => {
-                        let c = Completion {
-                            tag,
-                            status: Status::Malformed,
-                            value: 0,
-                            data: Vec::new(),
-                        };
-                        self.finish(&mut waiting, c, Some(e.to_string()));
-                    }
-                }
-            }
-            // 2. Datagrams in.
-            let now = Instant::now();
-            for _ in 0..256 {
-                match self.sock.recv_from(&mut buf) {
-                    Ok((n, from)) => {
-                        work = true;
-                        let src = if n >= 8 {
-                            u16::from_be_bytes([buf[4], buf[5]]) as usize
-                        } else {
-                            usize::MAX
-                        };
-                        let ok = match (self.peers.get(src), from) {
-                            (Some(p), SocketAddr::V6(f)) => {
-                                p.ip() == f.ip() && p.port() == f.port()
-                            }
-                            _ => false,
-                        };
-                        if ok {
-                            self.transport.receive(&buf[..n], now);
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-            // 3. Delivered packets to the engine, completions out, engine
-            //    packets into the transport, datagrams out.
-            loop {
-                let mut moved = false;
-                while let Some(p) = self.transport.delivered() {
-                    self.engine.receive(p);
-                    moved = true;
-                }
-                while let Some(c) = self.engine.poll_completion() {
-                    self.finish(&mut waiting, c, None);
-                    moved = true;
-                }
-                while let Some(p) = self.engine.next_outgoing() {
-                    self.transport.send(p, now);
-                    moved = true;
-                }
-                if !moved {
-                    break;
-                }
-                work = true;
-            }
-            // Backlogged submissions may fit now.
-            if !backlog.is_empty() && self.engine.outstanding() < self.engine.config().queue_depth {
-                work = true;
-            }
-            let peers = &self.peers;
-            let sock = &self.sock;
-            let impair = self.impair;
-            let mut sent = 0usize;
-            self.transport.transmit(now, &mut |dst, bytes| {
-                sent += 1;
-                let to = peers[dst as usize];
-                match impair {
-                    None => {
-                        let _ = sock.send_to(bytes, to);
-                    }
-                    Some(f) => {
-                        if chance(&mut rng, f.loss) {
-                            return;
-                        }
-                        let copies = if chance(&mut rng, f.dup) { 2 } else { 1 };
-                        for _ in 0..copies {
-                            if chance(&mut rng, f.reorder) {
-                                let hold = Duration::from_micros(100 + xorshift(&mut rng) % 1900);
-                                delayed.push((now + hold, dst as usize, bytes.to_vec()));
-                            } else {
-                                let _ = sock.send_to(bytes, to);
-                            }
-                        }
-                    }
-                }
-            });
-            if sent > 0 {
-                work = true;
-            }
-            if !delayed.is_empty() {
-                let mut k = 0;
-                while k < delayed.len() {
-                    if delayed[k].0 <= now {
-                        let (_, d, b) = delayed.swap_remove(k);
-                        let _ = self.sock.send_to(&b, self.peers[d]);
-                    } else {
-                        k += 1;
-                    }
-                }
-            }
-            if !flushes.is_empty() && !self.transport.has_unacked() {
-                for tag in flushes.drain(..) {
-                    self.shared.post(tag, Outcome::Flushed);
-                }
-            }
-            // 4. Global exit requested by a peer: acknowledge, then leave.
-            let status = self.shared.exit_status.load(Ordering::Acquire);
-            if status != NO_EXIT {
-                let later = now + self.transport.config().ack_delay;
-                self.transport.transmit(later, &mut |dst, bytes| {
-                    let _ = sock.send_to(bytes, peers[dst as usize]);
-                });
-                std::process::exit(status as i32);
-            }
-            // 5. Liveness.
-            if !failed && now.saturating_duration_since(last_check) >= Duration::from_millis(5) {
-                last_check = now;
-                if let Err(PeerSilent { peer, reason }) = self.transport.check(now) {
-                    failed = true;
-                    self.shared.fail(ConduitError::PeerFailed {
-                        pe: peer as usize,
-                        reason: format!("{reason} (FSHMEM_PEER_TIMEOUT)"),
-                    });
-                }
-            }
-            // 6. Sleep until a datagram, a command or a deadline.
-            if work {
-                idle_spins = 0;
-                continue;
-            }
-            if idle_spins < SPIN_ROUNDS {
-                idle_spins += 1;
-                std::hint::spin_loop();
-                std::thread::yield_now();
-                continue;
-            }
-            let mut timeout = Duration::from_millis(100);
-            if let Some(t) = self.transport.next_deadline() {
-                timeout = timeout.min(t.saturating_duration_since(Instant::now()));
-            }
-            if let Some(t) = delayed.iter().map(|d| d.0).min() {
-                timeout = timeout.min(t.saturating_duration_since(Instant::now()));
-            }
-            if !flushes.is_empty() || !backlog.is_empty() {
-                timeout = timeout.min(Duration::from_millis(1));
-            }
-            self.shared.sleeping.store(true, Ordering::SeqCst);
-            let pending = !self
-                .shared
-                .inbox
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_empty();
-            if !pending && !timeout.is_zero() {
-                super::net::wait_readable(sock_fd, self.shared.wake.fd(), timeout);
-            }
-            self.shared.sleeping.store(false, Ordering::SeqCst);
-            self.shared.wake.clear();
+impl Core {
+    pub(crate) fn new(
+        engine: Engine<SegMemory>,
+        transport: Transport,
+        sock: UdpSocket,
+        peers: Vec<SocketAddrV6>,
+        impair: Option<Impair>,
+        seed: u64,
+    ) -> Core {
+        let mode = Mode::from_env();
+        let tx = SendBatch::new(mode, sock.as_raw_fd(), &peers);
+        Core {
+            engine,
+            transport,
+            sock,
+            peers,
+            impair: impair.map(|f| Impairer::new(f, seed)),
+            waiting: HashMap::new(),
+            backlog: VecDeque::new(),
+            flushes: Vec::new(),
+            rx: RecvBatch::new(mode),
+            tx,
+            failed: false,
+            last_check: Instant::now(),
         }
     }
 
-    fn finish(&self, waiting: &mut HashMap<u64, Waiting>, c: Completion, why: Option<String>) {
-        let Some(w) = waiting.remove(&c.tag) else {
+    /// The socket's descriptor, for `poll(2)`.
+    pub(crate) fn sock_fd(&self) -> i32 {
+        self.sock.as_raw_fd()
+    }
+
+    /// Takes command `cmd` under `tag` and sends what it can at once.
+    pub(crate) fn submit(&mut self, sh: &Shared, tag: u64, cmd: Command, want: Want) {
+        self.waiting.insert(tag, want);
+        self.backlog.push_back((tag, cmd));
+        self.pump(sh, Instant::now());
+    }
+
+    /// Registers a handler in the engine's table.
+    pub(crate) fn register(
+        &mut self,
+        index: u8,
+        f: HandlerFn,
+        system: bool,
+    ) -> std::result::Result<(), AmError> {
+        let t = self.engine.handlers_mut();
+        if system {
+            t.register_system(index, f)
+        } else {
+            t.register_user(index, f)
+        }
+    }
+
+    /// Posts [`Outcome::Flushed`] under `tag` once nothing waits for an
+    /// acknowledgement.
+    pub(crate) fn flush(&mut self, tag: u64) {
+        self.flushes.push(tag);
+    }
+
+    /// The transport's counters.
+    pub(crate) fn stats(&self) -> super::reliable::Stats {
+        self.transport.stats()
+    }
+
+    /// One round of progress: datagrams in, packets through the engine,
+    /// datagrams out, timers. Returns whether anything happened.
+    pub(crate) fn step(&mut self, sh: &Shared) -> bool {
+        let now = Instant::now();
+        let mut work = false;
+        let fd = self.sock.as_raw_fd();
+        for _ in 0..RECV_ROUNDS {
+            let n = self.rx.recv(fd);
+            for i in 0..n {
+                let Some((d, from)) = self.rx.get(i) else {
+                    continue;
+                };
+                work = true;
+                let src = if d.len() >= 8 {
+                    u16::from_be_bytes([d[4], d[5]]) as usize
+                } else {
+                    usize::MAX
+                };
+                let ok = self
+                    .peers
+                    .get(src)
+                    .is_some_and(|p| p.ip() == from.ip() && p.port() == from.port());
+                if ok {
+                    self.transport.receive(d, now);
+                }
+            }
+            if n < self.rx.capacity() {
+                break;
+            }
+            // Serve what this batch asked for before taking the next.
+            self.pump(sh, now);
+        }
+        work |= self.pump(sh, now);
+        if let Some(imp) = self.impair.as_mut() {
+            let tx = &mut self.tx;
+            if imp.release(now, &mut |d, b| tx.push(d as usize, b)) {
+                self.tx.flush();
+            }
+        }
+        if !self.flushes.is_empty() && !self.transport.has_unacked() {
+            for tag in self.flushes.drain(..) {
+                sh.post(tag, Outcome::Flushed);
+            }
+        }
+        // Global exit requested by a peer: acknowledge, then leave.
+        let status = sh.exit_status.load(Ordering::Acquire);
+        if status != NO_EXIT {
+            let later = now + self.transport.config().ack_delay;
+            let (sock, peers) = (&self.sock, &self.peers);
+            self.transport.transmit(later, &mut |dst, bytes| {
+                let _ = sock.send_to(bytes, peers[dst as usize]);
+            });
+            // The job ends: this exit is not a PE failure (the runtime's
+            // exit hook must not turn status 0 into "exited without
+            // finalize").
+            crate::wait::note_job_exit();
+            std::process::exit(status as i32);
+        }
+        // Liveness.
+        if !self.failed
+            && now.saturating_duration_since(self.last_check) >= Duration::from_millis(5)
+        {
+            self.last_check = now;
+            if let Err(PeerSilent { peer, reason }) = self.transport.check(now) {
+                self.failed = true;
+                sh.fail(ConduitError::PeerFailed {
+                    pe: peer as usize,
+                    reason: format!("{reason} (FSHMEM_PEER_TIMEOUT)"),
+                });
+            }
+        }
+        work
+    }
+
+    /// Issues backlogged commands, moves packets between the transport
+    /// and the engine, and transmits what is due. Returns whether anything
+    /// moved.
+    fn pump(&mut self, sh: &Shared, now: Instant) -> bool {
+        let mut work = false;
+        while !self.backlog.is_empty()
+            && self.engine.outstanding() < self.engine.config().queue_depth
+        {
+            let Some((tag, cmd)) = self.backlog.pop_front() else {
+                break;
+            };
+            work = true;
+            if let Err(e) = self.engine.submit(tag, cmd) {
+                let c = Completion {
+                    tag,
+                    status: Status::Malformed,
+                    value: 0,
+                    data: Vec::new(),
+                };
+                self.finish(sh, c, Some(e.to_string()));
+            }
+        }
+        loop {
+            let mut moved = false;
+            while let Some(p) = self.transport.delivered() {
+                self.engine.receive(p);
+                moved = true;
+            }
+            while let Some(c) = self.engine.poll_completion() {
+                self.finish(sh, c, None);
+                moved = true;
+            }
+            while let Some(p) = self.engine.next_outgoing() {
+                self.transport.send(p, now);
+                moved = true;
+            }
+            if !moved {
+                break;
+            }
+            work = true;
+        }
+        let (tx, impair) = (&mut self.tx, &mut self.impair);
+        let mut sent = 0usize;
+        self.transport.transmit(now, &mut |dst, bytes| {
+            sent += 1;
+            match impair {
+                None => tx.push(dst as usize, bytes),
+                Some(imp) => imp.pass(now, dst, bytes, &mut |d, b| tx.push(d as usize, b)),
+            }
+        });
+        self.tx.flush();
+        work || sent > 0
+    }
+
+    /// How long nothing needs doing unless a datagram arrives.
+    pub(crate) fn idle_for(&self, cap: Duration) -> Duration {
+        let now = Instant::now();
+        let mut t = cap;
+        if let Some(d) = self.transport.next_deadline() {
+            t = t.min(d.saturating_duration_since(now));
+        }
+        if let Some(d) = self.impair.as_ref().and_then(Impairer::next_release) {
+            t = t.min(d.saturating_duration_since(now));
+        }
+        if !self.flushes.is_empty() || !self.backlog.is_empty() {
+            t = t.min(Duration::from_millis(1));
+        }
+        t
+    }
+
+    fn finish(&mut self, sh: &Shared, c: Completion, why: Option<String>) {
+        let Some(want) = self.waiting.remove(&c.tag) else {
             return;
         };
         let err = (c.status != Status::Ok).then(|| {
@@ -286,17 +287,17 @@ impl Progress {
                 why.map(|w| format!(" ({w})")).unwrap_or_default()
             ))
         });
-        match w.want {
+        match want {
             Want::Value => {
-                self.shared.post(c.tag, Outcome::Done(c, err));
+                sh.post(c.tag, Outcome::Done(c, err));
             }
             Want::Nbi => {
                 if let Some(e) = err {
-                    self.shared.record_nbi_error(e);
+                    sh.record_nbi_error(e);
                 }
             }
             Want::NbiGet { dst, len } => match err {
-                Some(e) => self.shared.record_nbi_error(e),
+                Some(e) => sh.record_nbi_error(e),
                 None => {
                     let n = len.min(c.data.len());
                     // SAFETY: get_nbi's caller keeps `dst..dst+len` valid and
@@ -305,24 +306,69 @@ impl Progress {
                 }
             },
         }
-        self.shared.completed.fetch_add(1, Ordering::AcqRel);
-        self.shared.notify();
+        sh.completed.fetch_add(1, Ordering::AcqRel);
     }
 }
 
-/// `exit_status` value meaning no global exit was requested.
-pub(crate) const NO_EXIT: i64 = i64::MIN;
-
-/// Idle iterations (each a yield) before the thread sleeps in `poll`.
-const SPIN_ROUNDS: u32 = 64;
-
-fn xorshift(s: &mut u64) -> u64 {
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+/// Locks `m` whether or not a panicking thread poisoned it.
+pub(crate) fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn chance(s: &mut u64, percent: f64) -> bool {
-    percent > 0.0 && (xorshift(s) % 1_000_000) as f64 / 10_000.0 < percent
+/// Locks `m` if no other thread holds it.
+pub(crate) fn try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// The progress thread: serves the socket whenever no application thread
+/// drives, sleeping in `poll(2)` when there is nothing to do.
+pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef) {
+    let sock_fd = lock(&core).sock_fd();
+    let mut last_work = Instant::now();
+    let mut last_boot_check = Instant::now();
+    loop {
+        // A failure the bootstrap service announced (a PE vanished).
+        if last_boot_check.elapsed() >= BOOT_CHECK {
+            last_boot_check = Instant::now();
+            if let Ok(mut b) = boot.try_lock() {
+                if let Err(e) = b.check() {
+                    sh.fail(e);
+                }
+            }
+        }
+        if sh.stop.load(Ordering::Acquire) {
+            if std::env::var_os("FSHMEM_IPV6_STATS").is_some() {
+                crate::report!("fshmem ipv6: {:?}", lock(&core).stats());
+            }
+            return;
+        }
+        if sh.drivers.load(Ordering::Acquire) > 0 {
+            super::net::wait_readable(None, sh.wake.fd(), PARK);
+            sh.wake.clear();
+            continue;
+        }
+        let work = match try_lock(&core) {
+            Some(mut c) => c.step(&sh),
+            None => false,
+        };
+        if work {
+            last_work = Instant::now();
+            continue;
+        }
+        if last_work.elapsed() < SPIN_AFTER_WORK {
+            std::thread::yield_now();
+            continue;
+        }
+        let timeout = lock(&core).idle_for(MAX_SLEEP);
+        if !timeout.is_zero() && sh.drivers.load(Ordering::Acquire) == 0 {
+            super::net::wait_readable(Some(sock_fd), sh.wake.fd(), timeout);
+            sh.wake.clear();
+        }
+        // Whatever woke us is likely the start of more traffic.
+        last_work = Instant::now();
+    }
 }

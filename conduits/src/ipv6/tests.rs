@@ -134,24 +134,37 @@ fn three_pes_small_mtu_with_loss_duplication_and_reordering() {
 
 #[test]
 fn a_silent_peer_is_reported_by_name() {
+    // PE 1 stops serving, and only then does PE 0 ask it for something:
+    // without that order PE 1's progress thread could still answer the get
+    // (as it once did under load). Channels, not sleeps, order the two;
+    // every wait is bounded.
     let s = Settings {
         peer_timeout: Some(Duration::from_millis(300)),
         ..Settings::default()
     };
-    job(2, s, |c| {
+    let (gone_tx, gone_rx) = std::sync::mpsc::channel::<()>();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let gone = (Mutex::new(gone_tx), Mutex::new(gone_rx));
+    let done = (Mutex::new(done_tx), Mutex::new(done_rx));
+    let limit = Duration::from_secs(30);
+    job(2, s, move |c| {
         if c.rank() == 1 {
-            // Vanish: stop serving without a word.
+            // Vanish: stop serving without a word, and stay vanished (with
+            // the bootstrap connection open) until PE 0 has seen it.
             c.stop_thread();
-            std::thread::sleep(Duration::from_secs(2));
+            gone.0.lock().unwrap().send(()).unwrap();
+            done.1.lock().unwrap().recv_timeout(limit).unwrap();
             std::mem::forget(c);
             return;
         }
+        gone.1.lock().unwrap().recv_timeout(limit).unwrap();
         let t = Instant::now();
         let mut buf = [0u8; 8];
         let e = c.get(1, 0, &mut buf).unwrap_err();
         assert!(matches!(e, ConduitError::PeerFailed { pe: 1, .. }), "{e}");
-        assert!(t.elapsed() < Duration::from_secs(3));
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         assert!(c.quiet().is_err());
+        done.0.lock().unwrap().send(()).unwrap();
         std::mem::forget(c);
     });
 }

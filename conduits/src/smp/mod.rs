@@ -874,7 +874,9 @@ impl Conduit for SmpConduit {
     }
 
     fn poll(&self) -> Result<()> {
-        self.progress_slow(true)?;
+        // The fast check first: an idle poll (every step of a wait) costs a
+        // few loads, not the drain's compare-and-swaps.
+        self.progress()?;
         // Waits of the layers above (wait_until, collectives) poll on every
         // step: a dead or departed peer must turn them into an error too.
         if self.polls.fetch_add(1, Ordering::Relaxed) % LIVENESS_POLLS == LIVENESS_POLLS - 1 {

@@ -50,8 +50,11 @@ Environment read by the PEs (passed through unchanged):
   SHMEM_DEBUG           print debugging output when set to 1
   SHMEM_INFO            print the library's configuration at start-up
   SHMEM_VERSION         print the library version at start-up
-  FSHMEM_PEER_TIMEOUT   ipv6: silence before a peer is declared failed (10s)
+  FSHMEM_PEER_TIMEOUT   ipv6, fpga board links: silence before a peer is
+                        declared failed (10s)
   FSHMEM_FPGA_WINDOW    fpga: each devsim board's DDR window (default 1G)
+  FSHMEM_DEVSIM_IMPAIR  fpga, testing: loss=5,dup=1,reorder=10 (percent of
+                        the board link datagrams dropped/duplicated/delayed)
 
 Exit status: 0 when every PE exits 0; otherwise the status of the first PE
 that failed (128+signal for a PE killed by a signal), after stopping the
@@ -182,7 +185,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(msg) => {
-            eprintln!("oshrun: {msg}");
+            conduits::report!("oshrun: {msg}");
             ExitCode::from(2)
         }
     }
@@ -309,7 +312,7 @@ fn run(cli: Cli) -> Result<u8, String> {
                 continue;
             }
             if interrupted.is_none() {
-                eprintln!("oshrun: {}: stopping the job", signal_name(sig));
+                conduits::report!("oshrun: {}: stopping the job", signal_name(sig));
                 interrupted = Some(sig);
                 if stopping.is_none() {
                     stopping = Some(stop(&pes));
@@ -334,7 +337,7 @@ fn run(cli: Cli) -> Result<u8, String> {
         }
         if stopping.is_none() {
             if let Some((rank, outcome)) = first_failure {
-                eprintln!(
+                conduits::report!(
                     "oshrun: PE {rank} (pid {}) {}; stopping the other {running} PE{}",
                     pes[rank].pid,
                     describe(outcome),
@@ -352,7 +355,7 @@ fn run(cli: Cli) -> Result<u8, String> {
         }
     }
     if let (Some((rank, outcome)), false) = (first_failure, reported) {
-        eprintln!(
+        conduits::report!(
             "oshrun: PE {rank} (pid {}) {}",
             pes[rank].pid,
             describe(outcome)
@@ -364,11 +367,11 @@ fn run(cli: Cli) -> Result<u8, String> {
     drop(boards);
     let removed = remove_job_files(&job_id);
     if removed > 0 && std::env::var_os("SHMEM_DEBUG").is_some() {
-        eprintln!("oshrun: removed {removed} shared-memory files of job {job_id}");
+        conduits::report!("oshrun: removed {removed} shared-memory files of job {job_id}");
     }
 
     if let Some(e) = start_error {
-        eprintln!("oshrun: {e}");
+        conduits::report!("oshrun: {e}");
         return Ok(127);
     }
     if let Some(sig) = interrupted {

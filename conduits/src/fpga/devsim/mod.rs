@@ -266,6 +266,8 @@ pub struct BoardModel {
     /// `ERR_STATUS` as the board last wrote it: a differing value is a
     /// host write of 1s to clear (W1C emulated on a file).
     err_shadow: u32,
+    /// `ERR_STATUS.PEER_TIMEOUT` was raised for the link's failed peer.
+    peer_failure_raised: bool,
     cnt_commands: u64,
     cnt_errors: u64,
     cnt_stalls: u64,
@@ -365,6 +367,7 @@ impl BoardModel {
             next_tag: 1,
             actions: Vec::new(),
             err_shadow: 0,
+            peer_failure_raised: false,
             cnt_commands: 0,
             cnt_errors: 0,
             cnt_stalls: 0,
@@ -426,6 +429,7 @@ impl BoardModel {
         self.rq_tail = 0;
         self.rq_phase = true;
         self.err_shadow = 0;
+        self.peer_failure_raised = false;
         self.cnt_commands = 0;
         self.cnt_errors = 0;
         self.cnt_stalls = 0;
@@ -606,6 +610,18 @@ impl BoardModel {
                     self.on_packet(p);
                 }
                 None => break,
+            }
+        }
+        if !self.peer_failure_raised {
+            if let Some((node, why)) = self.link.failure() {
+                // Sticky until a reset: the host's liveness check reads it.
+                self.peer_failure_raised = true;
+                crate::report!(
+                    "devsim board {}: peer board {node} stopped answering: {why}",
+                    self.strap_node
+                );
+                self.set_err(err::PEER_TIMEOUT, node as u32);
+                progress = true;
             }
         }
         if self.engine.is_none() {

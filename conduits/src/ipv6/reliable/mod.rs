@@ -15,9 +15,9 @@
 //! | what | value |
 //! |---|---|
 //! | send window | [`Config::window`] packets (≤ 512, half the 1024-number NACK and reorder window) and the congestion window in bytes |
-//! | congestion window | starts at 256 KiB, grows by the bytes acknowledged (slow start) up to [`Config::window_bytes`], halves on a NACK and falls to the minimum on a timeout |
-//! | RTO | `srtt + 4·rttvar` (Karn: samples only from packets sent once), clamped to `rto_min..=rto_max`, doubled per consecutive timeout |
-//! | ACK | immediately for `ACK_NOW` or a duplicate, else after [`Config::ack_delay`] unless a reverse AM packet carried it first |
+//! | congestion window | starts at 256 KiB, grows by the bytes acknowledged (slow start) up to [`Config::window_bytes`], halves on a NACK or a timeout |
+//! | RTO | `srtt + 4·rttvar` (Karn: samples only from packets sent once), clamped to `rto_min..=rto_max`, doubled per consecutive timeout; a timeout resends the oldest unacknowledged packet only |
+//! | ACK | immediately for `ACK_NOW` (set when the sender is window-limited) or a duplicate, else after [`Config::ack_delay`] unless a reverse AM packet carried it first |
 //! | NACK | names every gap below the highest sequence number received, at most once per [`Config::nack_holdoff`] |
 //! | failure | a peer owing an ACK or a response that sends nothing for [`Config::peer_timeout`] |
 //! | keepalive | a sequenced probe after [`Config::keepalive`] of silence while a response is awaited |
@@ -35,8 +35,9 @@ pub const RECV_WINDOW: usize = 1024;
 
 /// The handler index of the transport's keepalive probe: a Short *reply*
 /// that the receiving transport acknowledges and discards (it never reaches
-/// the engine). Reserved for the ipv6 conduit in the system range.
-pub const PROBE_HANDLER: u8 = 63;
+/// the engine): [`gasnet_core::handlers::PROBE`], reserved in the system
+/// range for this transport wherever it runs (ipv6 bridge, devsim links).
+pub const PROBE_HANDLER: u8 = gasnet_core::handlers::PROBE;
 
 /// Tunables of the transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +73,7 @@ impl Default for Config {
             window_bytes: 4 << 20,
             min_cwnd: 64 << 10,
             rto_initial: Duration::from_millis(50),
-            rto_min: Duration::from_millis(4),
+            rto_min: Duration::from_millis(10),
             rto_max: Duration::from_millis(1000),
             ack_delay: Duration::from_micros(500),
             nack_holdoff: Duration::from_millis(1),
@@ -539,7 +540,7 @@ impl Transport {
         if timed_out {
             self.stats.timeouts += 1;
             peer.backoff = (peer.backoff + 1).min(10);
-            peer.cwnd = cfg.min_cwnd;
+            peer.cwnd = (peer.cwnd / 2).max(cfg.min_cwnd);
         }
         let mut burst = 0;
         let n = peer.unacked.len();
@@ -549,7 +550,12 @@ impl Transport {
             }
             let u = &mut peer.unacked[k];
             let since = now.saturating_duration_since(u.sent_at);
-            let due = (u.nacked && since >= gap) || (timed_out && since >= rto);
+            // A timeout resends the oldest packet only (as TCP does): most
+            // timeouts on a busy host are a peer that was not scheduled,
+            // not loss, and resending the whole window then doubles the
+            // traffic. The peer's answer (an ACK, or a NACK naming what
+            // it really misses) drives the rest.
+            let due = (u.nacked && since >= gap) || (timed_out && k == 0);
             if !due {
                 continue;
             }
@@ -579,14 +585,21 @@ impl Transport {
             peer.next_seq = peer.next_seq.wrapping_add(1);
             p.ack = ack;
             p.flags = FLAG_SEQ | FLAG_ACK;
-            let last = match peer.queue.front() {
-                None => true,
+            // Ask for an immediate acknowledgement only when the sender
+            // needs it to go on: the next packet does not fit the windows,
+            // or half the packet window is in flight. A lone packet needs
+            // none: a request is acknowledged by its response, anything
+            // else by the next packet back or the delayed ACK, and nobody
+            // waits on that (an ACK datagram per response cost the other
+            // side a wake-up per round trip).
+            let blocked = match peer.queue.front() {
+                None => false,
                 Some(f) => {
                     peer.unacked.len() + 1 >= cfg.window
                         || peer.unacked_bytes + len + f.encoded_len() > peer.cwnd
                 }
             };
-            if last || peer.unacked.len() + 1 >= cfg.window / 2 {
+            if blocked || peer.unacked.len() + 1 >= cfg.window / 2 {
                 p.flags |= FLAG_ACK_NOW;
             }
             Self::emit(&mut self.scratch, &mut self.stats, &p, dst, out);

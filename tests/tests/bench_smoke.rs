@@ -1,0 +1,193 @@
+//! Smoke test of the `osu` benchmark: a tiny run through `oshrun` at 2 PEs
+//! must print a well-formed table and write a well-formed CSV and SVG. It
+//! checks shape and sanity (positive, finite values), never speed.
+
+use fshmem_tests::{bin, oshrun, run, shm_files, unique_job_id};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// Tests swept over message sizes, and those measured at one size.
+const SWEPT: [&str; 5] = ["put_lat", "get_lat", "put_bw", "get_bw", "pingpong"];
+const SINGLE: [(&str, usize, &str); 7] = [
+    ("fetch_add", 8, "us"),
+    ("compare_swap", 8, "us"),
+    ("fetch", 8, "us"),
+    ("add", 8, "us"),
+    ("fetch_add_bounce", 8, "us"),
+    ("add_rate", 8, "Mops/s"),
+    ("barrier", 0, "us"),
+];
+
+/// Sizes of a run with `--max-size 64K`: 8 B to 64 KiB.
+fn sizes() -> Vec<usize> {
+    (3..=16).map(|k| 1usize << k).collect()
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let d = std::env::temp_dir().join(unique_job_id(tag));
+        std::fs::create_dir_all(&d).expect("create scratch directory");
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Parses the CSV: header, then `test,size_bytes,value,unit` rows.
+fn parse_csv(text: &str) -> Vec<(String, usize, f64, String)> {
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("test,size_bytes,value,unit"), "{text}");
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 4, "bad CSV row {l:?}");
+            let size = f[1].parse().unwrap_or_else(|_| panic!("size in {l:?}"));
+            let value: f64 = f[2].parse().unwrap_or_else(|_| panic!("value in {l:?}"));
+            assert!(value.is_finite() && value > 0.0, "value in {l:?}");
+            (f[0].to_string(), size, value, f[3].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn tiny_run_writes_table_csv_and_svg() {
+    let dir = Scratch::new("osu");
+    let (csv, svg) = (dir.0.join("osu.csv"), dir.0.join("osu.svg"));
+    let job = unique_job_id("osu");
+    let osu = bin("osu");
+    let out = oshrun(&[
+        "-n".as_ref(),
+        "2".as_ref(),
+        "--job-id".as_ref(),
+        job.as_ref(),
+        osu.as_os_str(),
+        "--iters".as_ref(),
+        "20".as_ref(),
+        "--max-size".as_ref(),
+        "64K".as_ref(),
+        "--csv".as_ref(),
+        csv.as_os_str(),
+        "--svg".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert!(shm_files(&job).is_empty(), "shared memory left behind");
+
+    // CSV: every swept test at every size, every single test once, in the
+    // units the table states.
+    let rows = parse_csv(&std::fs::read_to_string(&csv).expect("CSV written"));
+    assert_eq!(rows.len(), SWEPT.len() * sizes().len() + SINGLE.len());
+    for test in SWEPT {
+        let got: Vec<usize> = rows.iter().filter(|r| r.0 == test).map(|r| r.1).collect();
+        assert_eq!(got, sizes(), "sizes of {test}");
+        let unit = if test.ends_with("_bw") { "MB/s" } else { "us" };
+        assert!(rows.iter().filter(|r| r.0 == test).all(|r| r.3 == unit));
+    }
+    for (test, size, unit) in SINGLE {
+        assert!(
+            rows.iter()
+                .any(|r| r.0 == test && r.1 == size && r.3 == unit),
+            "missing {test} in {rows:?}"
+        );
+    }
+
+    // Table: a header and one line per CSV row, PE 0 only.
+    let table: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert!(
+        table[0].starts_with("test") && table[0].contains("unit"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(table.len(), rows.len() + 1, "{}", out.stdout);
+    for ((test, _, _, unit), line) in rows.iter().zip(&table[1..]) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.first(), Some(&test.as_str()), "{line}");
+        assert_eq!(f.last(), Some(&unit.as_str()), "{line}");
+    }
+    assert!(out.stdout.contains("8 B") && out.stdout.contains("64 KiB"));
+
+    // SVG: a whole document with both curves (one point per size), the
+    // legend and labeled axes.
+    let s = std::fs::read_to_string(&svg).expect("SVG written");
+    assert!(
+        s.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{s}"
+    );
+    assert!(s.trim_end().ends_with("</svg>"));
+    assert_eq!(s.matches("<polyline").count(), 2, "{s}");
+    assert_eq!(s.matches("<circle").count(), 2 * sizes().len());
+    for text in [">put<", ">get<", "message size", "MB/s", ">8<", ">64K<"] {
+        assert!(s.contains(text), "no {text:?} in the SVG");
+    }
+    for line in s.lines().filter(|l| l.starts_with("<polyline")) {
+        let points = line.split('"').nth(1).expect("points attribute");
+        assert_eq!(points.split(' ').count(), sizes().len(), "{line}");
+        for p in points.split(' ') {
+            let (x, y) = p.split_once(',').expect("x,y");
+            let (x, y): (f64, f64) = (x.parse().unwrap(), y.parse().unwrap());
+            assert!(
+                (0.0..=760.0).contains(&x) && (0.0..=460.0).contains(&y),
+                "{p}"
+            );
+        }
+    }
+}
+
+#[test]
+fn only_selects_tests() {
+    let dir = Scratch::new("osuonly");
+    let csv = dir.0.join("osu.csv");
+    let osu = bin("osu");
+    let out = oshrun(&[
+        "-n".as_ref(),
+        "2".as_ref(),
+        osu.as_os_str(),
+        "--iters=10".as_ref(),
+        "--max-size=16".as_ref(),
+        "--only=pingpong,barrier".as_ref(),
+        "--csv".as_ref(),
+        csv.as_os_str(),
+    ]);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    let rows = parse_csv(&std::fs::read_to_string(&csv).expect("CSV written"));
+    let names: Vec<(&str, usize)> = rows.iter().map(|r| (r.0.as_str(), r.1)).collect();
+    assert_eq!(
+        names,
+        [("pingpong", 8), ("pingpong", 16), ("barrier", 0)],
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    for args in [
+        &["--max-size", "100"][..],
+        &["--iters", "0"],
+        &["--only", "nope"],
+        &["--bogus"],
+        &["--csv"],
+    ] {
+        let out = run(Command::new(bin("osu")).args(args), Duration::from_secs(30));
+        assert_eq!(out.code(), Some(2), "{args:?}: {out:?}");
+        assert!(out.stderr.contains("usage:"), "{args:?}: {out:?}");
+    }
+}
+
+#[test]
+fn needs_two_pes() {
+    let out = oshrun(&["-n".as_ref(), "1".as_ref(), bin("osu").as_os_str()]);
+    assert_ne!(out.code(), Some(0), "{out:?}");
+    assert!(out.stderr.contains("at least 2 PEs"), "{out:?}");
+}
