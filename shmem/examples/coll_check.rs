@@ -582,6 +582,43 @@ fn threads(sh: &Shmem) -> R {
     Ok(())
 }
 
+/// Back-to-back collectives into one destination with no user sync between
+/// them: a fast PE's broadcast must not land in a slow PE's destination
+/// while that PE is still finishing the reduction into it.
+fn same_destination(sh: &Shmem, world: &Team<'_>) -> R {
+    const LEN: usize = 64;
+    let (me, n) = (sh.my_pe(), sh.n_pes());
+    let x = sh.calloc::<u64>(LEN)?;
+    let mut a = sh.calloc::<u64>(LEN)?;
+    let mut b = sh.calloc::<u64>(LEN)?;
+    for k in 0..LEN {
+        a.as_mut_slice()[k] = (me + k) as u64;
+        b.as_mut_slice()[k] = (1000 * me + k) as u64;
+    }
+    world.sync()?;
+    let sums: Vec<u64> = (0..LEN)
+        .map(|k| (0..n).map(|p| (p + k) as u64).sum())
+        .collect();
+    for i in 0..100 {
+        let root = i % n;
+        world.sum_reduce(&x, &a, LEN)?;
+        check!(
+            format!("reduce then broadcast, round {i}: reduce"),
+            x.as_slice(),
+            &sums[..]
+        );
+        world.broadcast(&x, &b, LEN, root)?;
+        let want: Vec<u64> = (0..LEN).map(|k| (1000 * root + k) as u64).collect();
+        check!(
+            format!("reduce then broadcast, round {i}: broadcast"),
+            x.as_slice(),
+            &want[..]
+        );
+    }
+    world.sync()?;
+    Ok(())
+}
+
 fn main() {
     let (sh, provided) = match shmem::init_thread(ThreadLevel::Multiple) {
         Ok(x) => x,
@@ -596,6 +633,7 @@ fn main() {
     let full = std::env::args().nth(1).as_deref() != Some("quick");
     let run = || -> R {
         suite(&sh, Some(&world), full)?;
+        same_destination(&sh, &world)?;
         teams(&sh, full)?;
         contexts(&sh)?;
         if full {

@@ -6,10 +6,13 @@
 //! root and strides. Destinations and sources are symmetric objects
 //! ([`SymVec`]); counts are in elements. A call on one PE returns once this
 //! PE's part is done: its `dest` holds the result, and its `source` may be
-//! reused. The destination must be ready on every PE before any PE calls
-//! (OpenSHMEM's rule: do not reuse a destination others may still read
-//! without synchronizing). No `pSync` or work array is ever passed: each
-//! team has its own slot in the collective pool ([`crate::team`]).
+//! reused. Data collectives begin with a team sync, so back-to-back
+//! collectives may use the same destination without user synchronization
+//! (no PE writes into a destination that a slower PE is still filling for
+//! the previous collective). Local stores to a destination between
+//! collectives still need the usual care: another PE may read it in the
+//! next collective. No `pSync` or work array is ever passed: each team has
+//! its own slot in the collective pool ([`crate::team`]).
 //!
 //! The algorithms use only the conduit's puts, put-with-signal, atomics,
 //! fence and quiet and local waits (spin, then yield), so they run
@@ -88,6 +91,17 @@ macro_rules! reduce_fns {
 impl Team<'_> {
     fn coll(&self, call: &'static str) -> Result<Coll<'_>> {
         Coll::new(self.rt, &self.st, call)
+    }
+
+    /// Starts a data collective with a team sync: the algorithms put
+    /// straight into peers' destinations and a PE leaves a collective as
+    /// soon as its own part is done, so without it a fast PE's next
+    /// collective could write a destination a slow PE is still filling
+    /// (say, a reduction into X followed by a broadcast into X).
+    fn data_coll(&self, call: &'static str) -> Result<Coll<'_>> {
+        let mut c = self.coll(call)?;
+        c.sync()?;
+        Ok(c)
     }
 
     fn need<T: Pod>(
@@ -203,7 +217,7 @@ impl Team<'_> {
         }
         let d = self.need(CALL, dest, Some(nelems))?;
         let s = self.need(CALL, source, Some(nelems))?;
-        self.coll(CALL)?
+        self.data_coll(CALL)?
             .broadcast(d, s, nelems * size_of::<T>(), root)
     }
 
@@ -230,7 +244,8 @@ impl Team<'_> {
         const CALL: &str = "shmem_fcollect";
         let d = self.need(CALL, dest, nelems.checked_mul(self.n_pes()))?;
         let s = self.need(CALL, source, Some(nelems))?;
-        self.coll(CALL)?.fcollect(d, s, nelems * size_of::<T>())
+        self.data_coll(CALL)?
+            .fcollect(d, s, nelems * size_of::<T>())
     }
 
     /// `shmem_collect`: concatenates `nelems` elements of every PE's
@@ -255,7 +270,7 @@ impl Team<'_> {
         const CALL: &str = "shmem_collect";
         let s = self.need(CALL, source, Some(nelems))?;
         let es = size_of::<T>();
-        self.coll(CALL)?
+        self.data_coll(CALL)?
             .collect(dest.segment_offset(), dest.len() * es, s, nelems * es)
             .map(|b| b / es.max(1))
     }
@@ -283,7 +298,8 @@ impl Team<'_> {
         let total = nelems.checked_mul(self.n_pes());
         let d = self.need(CALL, dest, total)?;
         let s = self.need(CALL, source, total)?;
-        self.coll(CALL)?.alltoall(d, s, nelems * size_of::<T>())
+        self.data_coll(CALL)?
+            .alltoall(d, s, nelems * size_of::<T>())
     }
 
     /// `shmem_alltoalls`: as [`Team::alltoall`] with strides: element `k`
@@ -324,7 +340,7 @@ impl Team<'_> {
         };
         let d = self.need(CALL, dest, span(dst))?;
         let s = self.need(CALL, source, span(sst))?;
-        self.coll(CALL)?
+        self.data_coll(CALL)?
             .alltoalls(d, s, dst, sst, size_of::<T>(), nelems)
     }
 
@@ -337,7 +353,7 @@ impl Team<'_> {
     ) -> Result<()> {
         let d = self.need(call, dest, Some(nreduce))?;
         let s = self.need(call, source, Some(nreduce))?;
-        self.coll(call)?.reduce::<O, T>(d, s, nreduce)
+        self.data_coll(call)?.reduce::<O, T>(d, s, nreduce)
     }
 
     /// `shmem_<op>_reduce`: element-wise reduction with operator `O` of
@@ -390,7 +406,7 @@ impl Team<'_> {
     ) -> Result<()> {
         let d = self.need(call, dest, Some(nreduce))?;
         let s = self.need(call, source, Some(nreduce))?;
-        self.coll(call)?.scan::<O, T>(d, s, nreduce, exclusive)
+        self.data_coll(call)?.scan::<O, T>(d, s, nreduce, exclusive)
     }
 
     /// Inclusive scan (OpenSHMEM 1.6 `shmem_<op>_inscan`): `dest` on team
