@@ -7,7 +7,7 @@
 //! shared-memory files a job left behind.
 //!
 //! Build everything first, as the README's test command does:
-//! `cargo build --release --workspace --bins && cargo test --release --workspace`
+//! `cargo build --release --workspace && cargo test --release --workspace`
 //! (`cargo test` builds the examples).
 
 use std::io::Read;
@@ -44,7 +44,7 @@ fn existing(path: PathBuf, how: &str) -> PathBuf {
 pub fn bin(name: &str) -> PathBuf {
     existing(
         profile_dir().join(name),
-        "cargo build --release --workspace --bins",
+        "cargo build --release --workspace",
     )
 }
 
@@ -225,21 +225,20 @@ pub fn job<S: AsRef<std::ffi::OsStr>>(n: usize, prog: &Path, args: &[S], timeout
     Job { n, id, out }
 }
 
-/// A binary of this profile (`target/<profile>/<name>`, or under
-/// `examples/`), or `None` after printing why the caller skips it: the
-/// binary was not built in this checkout.
-pub fn optional_bin(name: &str) -> Option<PathBuf> {
+/// A binary of this profile: `target/<profile>/<name>` (a workspace binary)
+/// or `target/<profile>/examples/<name>` (a cargo example). Fails the test
+/// when neither was built.
+pub fn any_bin(name: &str) -> PathBuf {
     let dir = profile_dir();
     let found = [dir.join(name), dir.join("examples").join(name)]
         .into_iter()
         .find(|p| p.is_file());
-    if found.is_none() {
-        println!(
-            "skipping {name}: not built in {} (cargo build --release --workspace --bins --examples)",
+    found.unwrap_or_else(|| {
+        panic!(
+            "{name} is not built in {} (cargo build --release --workspace, then cargo test builds the examples)",
             dir.display()
-        );
-    }
-    found
+        )
+    })
 }
 
 /// As [`job`], on the ipv6 conduit (`oshrun --conduit ipv6`, loopback),

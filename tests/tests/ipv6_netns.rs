@@ -12,7 +12,7 @@
 //! used instead, and the test says so. The test skips, printing why, only
 //! where the kernel forbids creating namespaces.
 
-use fshmem_tests::{RunOutput, example, finish, optional_bin, spawn};
+use fshmem_tests::{RunOutput, any_bin, example, finish, spawn};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -165,19 +165,15 @@ fn jobs_across_three_namespaces_with_loss_duplication_and_reordering() {
         );
     }
     // OpenSHMEM level, 5 PEs over 3 nodes.
-    if let Some(p) = optional_bin("api_check") {
-        let outs = fabric.job(5, &p, &[]);
-        all_ok(&outs, "api_check");
-        assert!(
-            outs[0].stdout.contains("checks on each of 5 PEs passed"),
-            "{:?}",
-            outs[0]
-        );
-    }
-    if let Some(p) = optional_bin("matmul") {
-        let outs = fabric.job(NODES, &p, &[]);
-        all_ok(&outs, "matmul");
-        let all: String = outs.iter().map(|o| o.stdout.as_str()).collect();
-        assert!(all.contains("max |error| = 0 OK"), "{all}");
-    }
+    let outs = fabric.job(5, &any_bin("api_check"), &[]);
+    all_ok(&outs, "api_check");
+    assert!(
+        outs[0].stdout.contains("checks on each of 5 PEs passed"),
+        "{:?}",
+        outs[0]
+    );
+    let outs = fabric.job(NODES, &any_bin("matmul"), &[]);
+    all_ok(&outs, "matmul");
+    let all: String = outs.iter().map(|o| o.stdout.as_str()).collect();
+    assert!(all.contains("max |error| = 0 OK"), "{all}");
 }

@@ -3,7 +3,7 @@
 //! atomic latency and rate, and `barrier_all` latency.
 //!
 //! ```sh
-//! cargo build --release --workspace --bins
+//! cargo build --release --workspace
 //! target/release/oshrun -n 2 target/release/osu
 //! target/release/oshrun -n 2 target/release/osu --iters 20000 --max-size 4M \
 //!     --csv osu.csv --svg osu.svg --only put,get,put_bw,get_bw
