@@ -32,27 +32,27 @@
 //!   with RELRO data (none does with GNU ld's page-aligned RELRO end) would
 //!   be left out.
 //! - Thread-local variables are not symmetric (they are per thread).
-//! - The conduit must expose a file behind its segment: `smp` does (its
-//!   `/dev/shm` file). A conduit that does not (default of the trait) runs
-//!   C programs without symmetric static data.
+//! - The conduit must expose a file behind its segment; every conduit
+//!   does (see below). One that did not (the trait's default) would run C
+//!   programs without symmetric static data.
 //! - After `fork`, parent and child share the pages (they are `MAP_SHARED`).
 //!
-//! # What each conduit needs
+//! # What each conduit provides
 //!
-//! - `smp` implements [`conduits::Conduit::segment_backing`]: its segment
-//!   is the PE's `/dev/shm` file (unlinked after bootstrap, kept open).
-//! - `ipv6` maps its segment anonymously (`MmapMut::map_anon`), so it has
-//!   no file to map twice. It needs: create the segment with
-//!   `memfd_create` + `ftruncate` and map it `MAP_SHARED`, keep the memfd
-//!   open for the conduit's life, and return `(fd, 0, len)` from
-//!   `segment_backing`. The progress thread keeps writing through its own
-//!   mapping; both views share the pages.
-//! - `fpga` keeps its segment in the board's BAR2 window (`resourceN`, or
-//!   the devsim file). It needs `segment_backing` to return that file's
-//!   descriptor and the page-aligned file offset of the segment. The
-//!   program's static data then lives in board memory: plain loads and
-//!   stores to globals cross PCIe, and CPU atomics on them are not atomic
-//!   with the board's (the C layer's atomics go through the board anyway).
+//! - `smp`: its segment is the PE's `/dev/shm` file (unlinked after
+//!   bootstrap, kept open), from offset 0.
+//! - `ipv6`: its segment is a `MAP_SHARED` mapping of a memfd (created
+//!   with `memfd_create` + `ftruncate`, open for the conduit's life), from
+//!   offset 0. The progress thread's engine works on the same mapping, so
+//!   remote puts and atomics land in the remapped variables.
+//! - `fpga`: its segment is the BAR2 window (the devsim `bar2` file, or
+//!   the PCI `resource2_wc`/`resource2`), from the segment's page-aligned
+//!   offset in it (`SEG_BASE` = 0). With devsim the variables live in the
+//!   board's DDR file. On a real board they live in board DDR behind the
+//!   write-combining BAR2 window: plain loads and stores to globals cross
+//!   PCIe, and CPU atomics on them are not atomic with the board's (the C
+//!   layer's atomics go through the board, so only mixing plain CPU
+//!   atomics with shmem atomics on one variable is affected).
 
 use conduits::SegmentBacking;
 

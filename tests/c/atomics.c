@@ -116,6 +116,8 @@ int main(void) {
         CHECK(shmem_long_cswap(&old_l, 6, 8, 0) == 6, "cswap");
         CHECK(shmem_long_fetch(&old_l, 0) == 8, "fetch");
         shmem_int_set(&old_i, 4, 0);
+        /* A non-fetching atomic completes at the next quiet. */
+        shmem_quiet();
         CHECK(old_i == 4, "set");
     }
     return done("atomics");

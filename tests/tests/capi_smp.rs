@@ -1,12 +1,13 @@
 //! The C ABI end to end: the project's C test programs (`tests/c/*.c`),
 //! compiled with `oshcc` against `libshmem` and run through `oshrun` on
-//! the smp conduit at 1, 2, 4 and 5 PEs; the one-line error reports of
+//! the smp conduit at 1, 2, 4 and 5 PEs (and some of them on the ipv6 and
+//! fpga conduits at 2 and 4 PEs); the one-line error reports of
 //! C programs' mistakes; and `shmem.h` compiled as C99, C11 and C++.
 //!
 //! Needs `oshcc`, `oshrun` and `libshmem.so` built in this profile
 //! (`cargo build --release --workspace`) and a C compiler (`cc`, `c++`).
 
-use fshmem_tests::{JOB_TIMEOUT, Job, bin, job, profile_dir, run};
+use fshmem_tests::{JOB_TIMEOUT, Job, bin, fpga_job, ipv6_job, job, profile_dir, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -54,6 +55,38 @@ fn passes(name: &str) {
         j.assert_ok_with(&format!("{name}: ok on {n} PEs"));
         assert!(j.out.stderr.is_empty(), "{j:?}");
     }
+}
+
+/// Runs C test `name` at 2 and 4 PEs on the ipv6 and fpga conduits:
+/// exit 0 and PE 0's summary.
+fn passes_on_other_conduits(name: &str) {
+    let exe = compile(name, &[]);
+    for n in [2, 4] {
+        let j = ipv6_job(n, &exe, &[] as &[&str], &[], JOB_TIMEOUT);
+        j.assert_ok_with(&format!("{name}: ok on {n} PEs"));
+        let j = fpga_job(n, &exe, &[] as &[&str], JOB_TIMEOUT);
+        j.assert_ok_with(&format!("{name}: ok on {n} PEs"));
+    }
+}
+
+#[test]
+fn static_data_is_symmetric_on_ipv6_and_fpga() {
+    passes_on_other_conduits("static_data");
+}
+
+#[test]
+fn rma_on_ipv6_and_fpga() {
+    passes_on_other_conduits("rma");
+}
+
+#[test]
+fn atomics_on_ipv6_and_fpga() {
+    passes_on_other_conduits("atomics");
+}
+
+#[test]
+fn collectives_on_ipv6_and_fpga() {
+    passes_on_other_conduits("coll");
 }
 
 #[test]

@@ -120,6 +120,9 @@ pub fn find_boards(sysfs: &Path) -> Vec<Device> {
 #[derive(Debug)]
 pub struct Bar {
     map: MmapRaw,
+    /// The mapped file, kept open so that the segment's pages can be
+    /// mapped a second time ([`Bar::fd`]).
+    file: std::fs::File,
 }
 
 impl Bar {
@@ -133,7 +136,14 @@ impl Bar {
         let map = MmapOptions::new()
             .map_raw(&file)
             .map_err(|e| ConduitError::Io(format!("cannot map {}: {e}", path.display())))?;
-        Ok(Bar { map })
+        Ok(Bar { map, file })
+    }
+
+    /// The descriptor of the mapped file (a sysfs resource or a devsim
+    /// file), open as long as `self` lives.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
     }
 
     /// Start of the mapping.

@@ -81,7 +81,7 @@ pub mod queue;
 use crate::error::{ConduitError, Result, check_range};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SignalOp};
+use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
 use bar::{Board, Device};
 use gasnet_core::cmd::{
     self, AmBody, Args, Common, Completion, Descriptor, Inline, Local, MAX_INLINE, RxEntry, ctrl,
@@ -1289,6 +1289,21 @@ impl Conduit for FpgaConduit {
 
     fn peer_segment(&self, pe: usize) -> Option<*mut u8> {
         (pe == self.rank).then_some(self.seg)
+    }
+
+    /// The BAR2 file (devsim `bar2`, or the PCI `resource2_wc` /
+    /// `resource2`) at the segment's offset in it (`SEG_BASE` = 0, page
+    /// aligned). A layer that maps segment pages a second time (the C
+    /// ABI's static data, see `shmem::static_data`) then maps the same
+    /// window: with devsim, the board's DDR file; on a real board, board
+    /// DDR behind the write-combining BAR2 window, so plain loads and
+    /// stores to such pages cross PCIe.
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        Some(SegmentBacking {
+            fd: self.board.bar2.fd(),
+            offset: 0,
+            len: self.layout.segment_len as usize,
+        })
     }
 
     #[inline]

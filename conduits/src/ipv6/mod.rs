@@ -91,7 +91,7 @@ use crate::bootstrap::{self, Bootstrap};
 use crate::error::{ConduitError, Result, check_range};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SignalOp};
+use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
 use gasnet_core::NodeId;
 use gasnet_core::engine::{
     Command, Completion, Config as EngineConfig, Engine, GetInto, PutSource,
@@ -1056,6 +1056,12 @@ impl Conduit for Ipv6Conduit {
         crate::wait::note_job_exit();
         self.broadcast_exit(status);
         std::process::exit(status)
+    }
+
+    /// The segment's memfd from offset 0.
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        let (fd, len) = self.seg.backing();
+        Some(SegmentBacking { fd, offset: 0, len })
     }
 }
 

@@ -1,11 +1,17 @@
-//! The local segment of an ipv6 PE: an anonymous private mapping that the
+//! The local segment of an ipv6 PE: a shared mapping of a memfd that the
 //! application loads and stores directly and the progress thread's engine
-//! serves remote puts, gets and atomics from.
+//! serves remote puts, gets and atomics from (one mapping, shared through
+//! an `Arc`). The memfd stays open so that a layer can map part of the
+//! segment a second time ([`crate::Conduit::segment_backing`]; the C ABI
+//! maps the program's static data there): both mappings name the same
+//! pages.
 
 use crate::error::{ConduitError, Result};
 use gasnet_core::engine::{MemError, Memory, check_range};
 use gasnet_core::{AmoOp, AmoWidth};
 use memmap2::MmapMut;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -14,20 +20,43 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 #[derive(Debug)]
 pub(crate) struct Segment {
     map: MmapMut,
+    /// The memfd behind `map`, open for the segment's life.
+    file: File,
+    len: usize,
 }
 
 impl Segment {
-    /// Maps `len` zero bytes (at least one page, so the base is page
-    /// aligned even for an empty segment).
+    /// Maps `len` zero bytes of a new memfd, shared (at least one page, so
+    /// the base is page aligned even for an empty segment).
     pub(crate) fn new(len: usize) -> Result<Arc<Segment>> {
-        let map = MmapMut::map_anon(len.max(1))
-            .map_err(|e| ConduitError::Io(format!("mapping a {len}-byte segment: {e}")))?;
-        Ok(Arc::new(Segment { map }))
+        let io = |what: &str, e: std::io::Error| {
+            ConduitError::Io(format!("{what} for a {len}-byte segment: {e}"))
+        };
+        // SAFETY: the name is a NUL-terminated string; the flags are valid.
+        let fd = unsafe { libc::memfd_create(c"fshmem-ipv6-segment".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io("memfd_create", std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        let file = unsafe { File::from_raw_fd(fd) };
+        file.set_len(len.max(1) as u64)
+            .map_err(|e| io("ftruncate", e))?;
+        // SAFETY: the memfd is private to this process and sized above;
+        // nothing truncates it while the mapping lives (the file is owned
+        // by the segment and never resized again).
+        let map = unsafe { memmap2::MmapOptions::new().len(len.max(1)).map_mut(&file) }
+            .map_err(|e| io("mmap", e))?;
+        Ok(Arc::new(Segment { map, file, len }))
     }
 
     /// Base address.
     pub(crate) fn base(&self) -> *mut u8 {
         self.map.as_ptr() as *mut u8
+    }
+
+    /// The memfd (open while `self` lives) and the segment length.
+    pub(crate) fn backing(&self) -> (RawFd, usize) {
+        (self.file.as_raw_fd(), self.len)
     }
 }
 
