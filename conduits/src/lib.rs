@@ -15,6 +15,7 @@
 //! trait states the contract each transport implements. [`wait::Backoff`]
 //! is the spin-then-yield step every wait of the runtime uses.
 
+pub mod aligned;
 pub mod bootstrap;
 pub mod error;
 pub mod fpga;
@@ -23,6 +24,7 @@ pub mod job;
 pub mod smp;
 pub mod wait;
 
+pub use aligned::SEGMENT_ALIGN;
 pub use error::{ConduitError, Result};
 pub use fpga::FpgaConduit;
 pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};

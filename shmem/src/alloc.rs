@@ -105,6 +105,10 @@ pub struct HeapAllocator {
     /// Live allocations: offset -> rounded length.
     live: BTreeMap<usize, usize>,
     free_bytes: usize,
+    /// What offset 0 is relative to the alignment origin (the heap's
+    /// offset in a segment whose base is aligned): a block aligned to `a`
+    /// has `(origin + offset) % a == 0`.
+    origin: usize,
 }
 
 fn round_up(n: usize, to: usize) -> Option<usize> {
@@ -125,6 +129,18 @@ impl HeapAllocator {
             free,
             live: BTreeMap::new(),
             free_bytes: size,
+            origin: 0,
+        }
+    }
+
+    /// As [`HeapAllocator::new`], aligning blocks relative to `origin`:
+    /// `origin + offset` is a multiple of the requested alignment (the
+    /// runtime passes the heap's segment offset, so that with an aligned
+    /// segment base the block's address is aligned).
+    pub fn with_origin(size: usize, origin: usize) -> HeapAllocator {
+        HeapAllocator {
+            origin,
+            ..HeapAllocator::new(size)
         }
     }
 
@@ -188,7 +204,11 @@ impl HeapAllocator {
         };
         let mut found = None;
         for (&start, &ext) in &self.free {
-            let Some(a) = round_up(start, align) else {
+            let Some(a) = start
+                .checked_add(self.origin)
+                .and_then(|x| round_up(x, align))
+                .map(|x| x - self.origin)
+            else {
                 continue;
             };
             if a.checked_add(len).is_some_and(|end| end <= start + ext) {

@@ -327,7 +327,7 @@ impl Runtime {
         let rt = Runtime {
             me,
             n,
-            heap: Mutex::new(HeapAllocator::new(heap_len)),
+            heap: Mutex::new(HeapAllocator::with_origin(heap_len, layout::HEAP)),
             pool,
             thread_level,
             config,

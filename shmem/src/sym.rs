@@ -121,14 +121,15 @@ impl Shmem {
     }
 
     /// `shmem_align`: as [`Shmem::malloc`], with element 0 at a heap offset
-    /// that is a multiple of `alignment` (a power of two). The local address
-    /// is aligned too for alignments up to the page size (4096), the
-    /// alignment of every conduit's segment base.
+    /// whose address is a multiple of `alignment` (a power of two) on every
+    /// PE, for alignments up to [`conduits::SEGMENT_ALIGN`] (1 GiB), the
+    /// alignment of every conduit's segment base (beyond it only the
+    /// segment offset is aligned).
     ///
     /// ```no_run
     /// let sh = shmem::init()?;
-    /// let a = sh.align::<u8>(4096, 100)?;
-    /// assert_eq!(a.local_ptr() as usize % 4096, 0);
+    /// let a = sh.align::<u8>(1 << 20, 100)?;
+    /// assert_eq!(a.local_ptr() as usize % (1 << 20), 0);
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn align<T: Pod>(&self, alignment: usize, len: usize) -> Result<SymVec<'_, T>> {

@@ -70,6 +70,12 @@ fn passes_on_other_conduits(name: &str) {
 }
 
 #[test]
+fn align_returns_aligned_addresses() {
+    passes("align");
+    passes_on_other_conduits("align");
+}
+
+#[test]
 fn static_data_is_symmetric_on_ipv6_and_fpga() {
     passes_on_other_conduits("static_data");
 }

@@ -13,9 +13,9 @@
 //! [`Board::open`] maps both BARs and refuses, with an error naming what it
 //! found, a board whose `MAGIC` or major `VERSION` differ from this build's.
 
+use crate::aligned::AlignedMap;
 use crate::error::{ConduitError, Result};
 use gasnet_core::cmd::{self, regs};
-use memmap2::{MmapOptions, MmapRaw};
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -119,7 +119,7 @@ pub fn find_boards(sysfs: &Path) -> Vec<Device> {
 /// One mapped BAR.
 #[derive(Debug)]
 pub struct Bar {
-    map: MmapRaw,
+    map: AlignedMap,
     /// The mapped file, kept open so that the segment's pages can be
     /// mapped a second time ([`Bar::fd`]).
     file: std::fs::File,
@@ -128,13 +128,22 @@ pub struct Bar {
 impl Bar {
     /// Maps `path` read-write and shared (a sysfs resource or a devsim file).
     pub fn map(path: &Path) -> Result<Bar> {
+        Bar::map_aligned(path, 1)
+    }
+
+    /// As [`Bar::map`], at an address that is a multiple of `align` (BAR2,
+    /// the segment, at [`crate::SEGMENT_ALIGN`]).
+    pub fn map_aligned(path: &Path, align: usize) -> Result<Bar> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)
             .map_err(|e| ConduitError::Io(format!("cannot open {}: {e}", path.display())))?;
-        let map = MmapOptions::new()
-            .map_raw(&file)
+        let len = file
+            .metadata()
+            .map_err(|e| ConduitError::Io(format!("cannot stat {}: {e}", path.display())))?
+            .len() as usize;
+        let map = AlignedMap::map(std::os::fd::AsRawFd::as_raw_fd(&file), 0, len, align)
             .map_err(|e| ConduitError::Io(format!("cannot map {}: {e}", path.display())))?;
         Ok(Bar { map, file })
     }
@@ -149,7 +158,7 @@ impl Bar {
     /// Start of the mapping.
     #[inline(always)]
     pub fn ptr(&self) -> *mut u8 {
-        self.map.as_mut_ptr()
+        self.map.ptr()
     }
 
     /// Length of the mapping in bytes.
@@ -290,7 +299,7 @@ impl Board {
         }
         let id = Identity::read(&bar0);
         id.check(&device)?;
-        let bar2 = Bar::map(&p2)?;
+        let bar2 = Bar::map_aligned(&p2, crate::SEGMENT_ALIGN)?;
         if (bar2.len() as u64) < id.window {
             return Err(ConduitError::Bootstrap(format!(
                 "{device}: BAR2 maps {} bytes but WINDOW_SIZE is {}",

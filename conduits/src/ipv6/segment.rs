@@ -6,10 +6,10 @@
 //! maps the program's static data there): both mappings name the same
 //! pages.
 
+use crate::aligned::AlignedMap;
 use crate::error::{ConduitError, Result};
 use gasnet_core::engine::{MemError, Memory, check_range};
 use gasnet_core::{AmoOp, AmoWidth};
-use memmap2::MmapMut;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::Arc;
@@ -19,15 +19,15 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// engine (the progress thread's view). Zero-filled at creation.
 #[derive(Debug)]
 pub(crate) struct Segment {
-    map: MmapMut,
+    map: AlignedMap,
     /// The memfd behind `map`, open for the segment's life.
     file: File,
     len: usize,
 }
 
 impl Segment {
-    /// Maps `len` zero bytes of a new memfd, shared (at least one page, so
-    /// the base is page aligned even for an empty segment).
+    /// Maps `len` zero bytes of a new memfd, shared, at a multiple of
+    /// [`crate::SEGMENT_ALIGN`].
     pub(crate) fn new(len: usize) -> Result<Arc<Segment>> {
         let io = |what: &str, e: std::io::Error| {
             ConduitError::Io(format!("{what} for a {len}-byte segment: {e}"))
@@ -41,17 +41,14 @@ impl Segment {
         let file = unsafe { File::from_raw_fd(fd) };
         file.set_len(len.max(1) as u64)
             .map_err(|e| io("ftruncate", e))?;
-        // SAFETY: the memfd is private to this process and sized above;
-        // nothing truncates it while the mapping lives (the file is owned
-        // by the segment and never resized again).
-        let map = unsafe { memmap2::MmapOptions::new().len(len.max(1)).map_mut(&file) }
+        let map = AlignedMap::map(file.as_raw_fd(), 0, len, crate::SEGMENT_ALIGN)
             .map_err(|e| io("mmap", e))?;
         Ok(Arc::new(Segment { map, file, len }))
     }
 
     /// Base address.
     pub(crate) fn base(&self) -> *mut u8 {
-        self.map.as_ptr() as *mut u8
+        self.map.ptr()
     }
 
     /// The memfd (open while `self` lives) and the segment length.

@@ -238,7 +238,7 @@ impl SmpConduit {
         // 2. This PE's segment.
         let seg_path = shm::job_file(&job.job_id, &rank.to_string());
         let (seg_file, seg_guard) = shm::create(&seg_path, segment_len.max(1))?;
-        let own = Region::map(&seg_file, segment_len, &seg_path)?;
+        let own = Region::map_aligned(&seg_file, segment_len, crate::SEGMENT_ALIGN, &seg_path)?;
 
         let mut conduit = SmpConduit {
             rank,
@@ -282,7 +282,7 @@ impl SmpConduit {
                     "smp: PE {pe}'s segment is {len} bytes, expected {segment_len}"
                 )));
             }
-            let region = Region::map(&file, segment_len, &path)?;
+            let region = Region::map_aligned(&file, segment_len, crate::SEGMENT_ALIGN, &path)?;
             conduit.segs[pe] = region.ptr();
             conduit._maps.push(region);
         }

@@ -5,10 +5,11 @@
 //! for the job control block. Files are created exclusively, sized with
 //! `ftruncate` (so they read as zeros), and mapped shared by every PE.
 
+use crate::aligned::AlignedMap;
 use crate::error::{ConduitError, Result};
-use memmap2::{MmapOptions, MmapRaw};
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -132,15 +133,24 @@ pub(crate) fn open(path: &Path) -> Result<Option<File>> {
 /// written by other processes, so it is only ever reached through raw
 /// pointers and atomics, never through Rust references to plain data.
 pub(crate) struct Region {
-    map: MmapRaw,
+    map: AlignedMap,
 }
 
 impl Region {
-    /// Maps `len` bytes of `file` shared, read-write.
+    /// Maps `len` bytes of `file` shared, read-write, page aligned.
     pub(crate) fn map(file: &File, len: usize, what: &Path) -> Result<Region> {
-        let map = MmapOptions::new()
-            .len(len.max(1))
-            .map_raw(file)
+        Region::map_aligned(file, len, 1, what)
+    }
+
+    /// Maps `len` bytes of `file` shared, read-write, at a multiple of
+    /// `align` (a power of two; segments use [`crate::SEGMENT_ALIGN`]).
+    pub(crate) fn map_aligned(
+        file: &File,
+        len: usize,
+        align: usize,
+        what: &Path,
+    ) -> Result<Region> {
+        let map = AlignedMap::map(file.as_raw_fd(), 0, len, align)
             .map_err(|e| ConduitError::Io(format!("cannot map {}: {e}", what.display())))?;
         Ok(Region { map })
     }
@@ -148,6 +158,6 @@ impl Region {
     /// Base address of the mapping.
     #[inline]
     pub(crate) fn ptr(&self) -> *mut u8 {
-        self.map.as_mut_ptr()
+        self.map.ptr()
     }
 }
