@@ -111,6 +111,20 @@ impl From<std::io::Error> for ConduitError {
     }
 }
 
+/// Checks that `pe` is a rank of a job of `size` PEs.
+///
+/// ```
+/// use conduits::error::check_pe;
+/// assert!(check_pe(1, 2).is_ok());
+/// assert!(check_pe(2, 2).is_err());
+/// ```
+pub fn check_pe(pe: usize, size: usize) -> Result<()> {
+    if pe >= size {
+        return Err(ConduitError::PeOutOfRange { pe, size });
+    }
+    Ok(())
+}
+
 /// Checks that `pe` exists and `offset..offset+len` lies in a segment of
 /// `segment_len` bytes.
 ///
@@ -127,9 +141,7 @@ pub fn check_range(
     len: usize,
     segment_len: usize,
 ) -> Result<()> {
-    if pe >= size {
-        return Err(ConduitError::PeOutOfRange { pe, size });
-    }
+    check_pe(pe, size)?;
     match offset.checked_add(len) {
         Some(end) if end <= segment_len => Ok(()),
         _ => Err(ConduitError::OutOfSegment {

@@ -78,7 +78,7 @@ pub mod devsim;
 pub mod launch;
 pub mod queue;
 
-use crate::error::{ConduitError, Result, check_range};
+use crate::error::{ConduitError, Result, check_pe, check_range};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
@@ -1423,12 +1423,7 @@ impl Conduit for FpgaConduit {
         payload: &[u8],
         offset: usize,
     ) -> Result<()> {
-        if pe >= self.size {
-            return Err(ConduitError::PeOutOfRange {
-                pe,
-                size: self.size,
-            });
-        }
+        check_pe(pe, self.size)?;
         if category == Category::Long {
             check_range(pe, self.size, offset, payload.len(), self.segment_len())?;
         }

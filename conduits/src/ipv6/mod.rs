@@ -88,7 +88,7 @@ mod segment;
 pub use impair::Impair;
 
 use crate::bootstrap::{self, Bootstrap};
-use crate::error::{ConduitError, Result, check_range};
+use crate::error::{ConduitError, Result, check_pe, check_range};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
@@ -1004,12 +1004,7 @@ impl Conduit for Ipv6Conduit {
         payload: &[u8],
         offset: usize,
     ) -> Result<()> {
-        if pe >= self.size {
-            return Err(ConduitError::PeOutOfRange {
-                pe,
-                size: self.size,
-            });
-        }
+        check_pe(pe, self.size)?;
         gasnet_core::am::check_shape(category, args.len(), payload.len())?;
         if category == Category::Long {
             check_range(pe, self.size, offset, payload.len(), self.segment_len)?;

@@ -76,7 +76,7 @@ mod shm;
 
 pub use shm::{SHM_DIR, job_file, job_files, job_prefix, remove_job_files};
 
-use crate::error::{ConduitError, Result, check_range};
+use crate::error::{ConduitError, Result, check_pe, check_range};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
@@ -639,12 +639,7 @@ impl ReplySink for Replier<'_> {
         let c = self.c;
         let dst = dst as usize;
         let transport = |e: ConduitError| AmError::Transport(e.to_string());
-        if dst >= c.size {
-            return Err(transport(ConduitError::PeOutOfRange {
-                pe: dst,
-                size: c.size,
-            }));
-        }
+        check_pe(dst, c.size).map_err(transport)?;
         if category == Category::Long {
             c.write_long(dst, offset as usize, payload)
                 .map_err(transport)?;
@@ -834,12 +829,7 @@ impl Conduit for SmpConduit {
         payload: &[u8],
         offset: usize,
     ) -> Result<()> {
-        if pe >= self.size {
-            return Err(ConduitError::PeOutOfRange {
-                pe,
-                size: self.size,
-            });
-        }
+        check_pe(pe, self.size)?;
         check_shape(category, args.len(), payload.len())?;
         if category == Category::Long {
             self.write_long(pe, offset, payload)?;
