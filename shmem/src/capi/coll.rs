@@ -505,7 +505,7 @@ fn broadcast(
         // SAFETY: `d..d+len` is symmetric memory of this PE (translated).
         unsafe { std::slice::from_raw_parts(rt.local_addr(d), len) }.to_vec()
     });
-    ready(rt, t, call)?.broadcast(d, s, len, root)?;
+    Coll::new_data(rt, t, call)?.broadcast(d, s, len, root)?;
     if let Some(v) = saved {
         // SAFETY: as above; the broadcast has completed its sends from it.
         unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), rt.local_addr(d), len) };
@@ -526,7 +526,7 @@ fn fcollect(
     let total = bytes(rt, call, len, t.size())?;
     let d = sym(rt, call, dest, total)?;
     let s = sym(rt, call, src, len)?;
-    ready(rt, t, call)?.fcollect(d, s, len)
+    Coll::new_data(rt, t, call)?.fcollect(d, s, len)
 }
 
 fn collect(
@@ -546,7 +546,9 @@ fn collect(
         Err(_) if dest.is_null() => (0, 0),
         Err(e) => return Err(e),
     };
-    ready(rt, t, call)?.collect(d, cap, s, len).map(drop)
+    Coll::new_data(rt, t, call)?
+        .collect(d, cap, s, len)
+        .map(drop)
 }
 
 fn alltoall(
@@ -562,7 +564,7 @@ fn alltoall(
     let total = bytes(rt, call, len, t.size())?;
     let d = sym(rt, call, dest, total)?;
     let s = sym(rt, call, src, total)?;
-    ready(rt, t, call)?.alltoall(d, s, len)
+    Coll::new_data(rt, t, call)?.alltoall(d, s, len)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -593,7 +595,7 @@ fn alltoalls(
     };
     let d = sym(rt, call, dest, span(dst as usize)?)?;
     let s = sym(rt, call, src, span(sst as usize)?)?;
-    ready(rt, t, call)?.alltoalls(d, s, dst as usize, sst as usize, es, nelems)
+    Coll::new_data(rt, t, call)?.alltoalls(d, s, dst as usize, sst as usize, es, nelems)
 }
 
 fn reduce<O: ReduceOp, T: Reducible<O>>(
@@ -610,7 +612,7 @@ fn reduce<O: ReduceOp, T: Reducible<O>>(
     if len == 0 {
         return Ok(());
     }
-    ready(rt, t, call)?.reduce::<O, T>(d, s, nreduce)
+    Coll::new_data(rt, t, call)?.reduce::<O, T>(d, s, nreduce)
 }
 
 fn scan<O: ReduceOp, T: Reducible<O>>(
@@ -628,18 +630,7 @@ fn scan<O: ReduceOp, T: Reducible<O>>(
     if len == 0 {
         return Ok(());
     }
-    ready(rt, t, call)?.scan::<O, T>(d, s, nreduce, exclusive)
-}
-
-/// Starts a data collective: first a team sync, so that no member puts
-/// into another's destination while that one still finishes its previous
-/// collective on the same buffer (the engine's broadcast, collect and
-/// allgather phases put straight into destinations, and a PE leaves a
-/// collective as soon as its own part is done).
-fn ready<'a>(rt: &'a Runtime, t: &'a TeamState, call: &'static str) -> Result<Coll<'a>> {
-    let mut c = Coll::new(rt, t, call)?;
-    c.sync()?;
-    Ok(c)
+    Coll::new_data(rt, t, call)?.scan::<O, T>(d, s, nreduce, exclusive)
 }
 
 /// Runs a team collective: 0, -1 for `SHMEM_TEAM_INVALID`; other errors

@@ -113,6 +113,23 @@ impl<'a> Coll<'a> {
         Ok(Self::new_unchecked(rt, t, call))
     }
 
+    /// Starts a data collective (one that puts into peers' destinations):
+    /// [`Coll::new`] followed by a team sync. The algorithms put straight
+    /// into destinations and a PE leaves a collective as soon as its own
+    /// part is done, so without the sync a fast PE's next collective could
+    /// write a destination a slow PE is still filling (a reduction into X
+    /// followed by a broadcast into X). The Rust team API and the C ABI
+    /// both start their data collectives here.
+    pub(crate) fn new_data(
+        rt: &'a Runtime,
+        t: &'a TeamState,
+        call: &'static str,
+    ) -> Result<Coll<'a>> {
+        let mut c = Self::new(rt, t, call)?;
+        c.sync()?;
+        Ok(c)
+    }
+
     /// As [`Coll::new`] without the destroyed check (for destroy itself).
     pub(crate) fn new_unchecked(rt: &'a Runtime, t: &'a TeamState, call: &'static str) -> Coll<'a> {
         Coll {

@@ -93,15 +93,9 @@ impl Team<'_> {
         Coll::new(self.rt, &self.st, call)
     }
 
-    /// Starts a data collective with a team sync: the algorithms put
-    /// straight into peers' destinations and a PE leaves a collective as
-    /// soon as its own part is done, so without it a fast PE's next
-    /// collective could write a destination a slow PE is still filling
-    /// (say, a reduction into X followed by a broadcast into X).
+    /// Starts a data collective: see [`Coll::new_data`].
     fn data_coll(&self, call: &'static str) -> Result<Coll<'_>> {
-        let mut c = self.coll(call)?;
-        c.sync()?;
-        Ok(c)
+        Coll::new_data(self.rt, &self.st, call)
     }
 
     fn need<T: Pod>(
