@@ -11,7 +11,7 @@ const SEG: usize = 1 << 16;
 fn main() {
     let job = JobEnv::from_env().expect("job environment");
     let c = AnyConduit::attach(&job, SEG).unwrap_or_else(|e| {
-        eprintln!("fault_conduit: {e}");
+        conduits::report!("fault_conduit: {e}");
         std::process::exit(2)
     });
     let (me, n) = (c.rank(), c.size());

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("fpga_matmul: {e}");
+            conduits::report!("fpga_matmul: {e}");
             ExitCode::from(2)
         }
     }

@@ -40,7 +40,7 @@ fn main() {
                     std::process::exit(4);
                 }
                 other => {
-                    eprintln!("ipv6_fail: expected PE 1 to fail, got {other:?}");
+                    conduits::report!("ipv6_fail: expected PE 1 to fail, got {other:?}");
                     std::process::exit(1);
                 }
             }

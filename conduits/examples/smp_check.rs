@@ -20,7 +20,7 @@ const SIG_DATA: usize = COUNTER + 128; // 256 bytes
 const LONG_AREA: usize = 128 * 1024; // 4 KiB per source PE
 
 fn fail(what: String) -> ! {
-    eprintln!("smp_check: MISMATCH: {what}");
+    conduits::report!("smp_check: MISMATCH: {what}");
     std::process::exit(1)
 }
 

@@ -26,7 +26,7 @@ fn main() {
         return;
     }
     let c = AnyConduit::attach(&job, 1 << 16).unwrap_or_else(|e| {
-        eprintln!("smp_fail: PE {rank}: {e}");
+        conduits::report!("smp_fail: PE {rank}: {e}");
         std::process::exit(2)
     });
     c.barrier().expect("first barrier");
@@ -53,7 +53,7 @@ fn main() {
                     println!("detected: PE {pe} failed: {reason}");
                 }
                 other => {
-                    eprintln!("smp_fail: PE {rank}: expected a failure, got {other:?}");
+                    conduits::report!("smp_fail: PE {rank}: expected a failure, got {other:?}");
                     std::process::exit(1);
                 }
             }
@@ -63,11 +63,11 @@ fn main() {
                 c.global_exit(arg);
             }
             report(c.barrier());
-            eprintln!("smp_fail: PE {rank} passed a barrier PE 1 never entered");
+            conduits::report!("smp_fail: PE {rank} passed a barrier PE 1 never entered");
             std::process::exit(1);
         }
         other => {
-            eprintln!("smp_fail: unknown mode {other:?}");
+            conduits::report!("smp_fail: unknown mode {other:?}");
             std::process::exit(2);
         }
     }
@@ -75,7 +75,7 @@ fn main() {
 
 fn report(r: conduits::Result<()>) {
     if let Err(e) = r {
-        eprintln!("smp_fail: {e}");
+        conduits::report!("smp_fail: {e}");
         std::process::exit(3);
     }
 }

@@ -43,19 +43,19 @@ pub fn run(name: &str, body: impl FnOnce(&Shmem) -> Result<bool, ShmemError>) ->
     let sh = match shmem::init() {
         Ok(sh) => sh,
         Err(e) => {
-            eprintln!("{name}: {e}");
+            shmem::report!("{name}: {e}");
             return ExitCode::from(2);
         }
     };
     let ok = match body(&sh) {
         Ok(ok) => ok,
         Err(e) => {
-            eprintln!("{name}: {e}");
+            shmem::report!("{name}: {e}");
             sh.global_exit(1);
         }
     };
     if let Err(e) = sh.finalize() {
-        eprintln!("{name}: {e}");
+        shmem::report!("{name}: {e}");
         return ExitCode::FAILURE;
     }
     if ok {
@@ -222,7 +222,7 @@ impl Options {
                 std::process::exit(0)
             }
             Err(text) => {
-                eprintln!("{text}");
+                shmem::report!("{text}");
                 std::process::exit(2)
             }
         }

@@ -19,7 +19,7 @@ macro_rules! check {
         CHECKS.fetch_add(1, Ordering::Relaxed);
         if got != want {
             FAILURES.fetch_add(1, Ordering::Relaxed);
-            eprintln!(
+            shmem::report!(
                 "PE {}: {} (line {}): got {:?}, want {:?}",
                 $me,
                 $what,
@@ -447,7 +447,7 @@ fn main() {
     let sh = match shmem::init() {
         Ok(sh) => sh,
         Err(e) => {
-            eprintln!("api_check: {e}");
+            shmem::report!("api_check: {e}");
             std::process::exit(2);
         }
     };
@@ -458,7 +458,7 @@ fn main() {
             sh.global_exit(7);
         }
         let r = sh.barrier_all();
-        eprintln!("PE {me}: barrier returned {r:?} instead of the job exiting");
+        shmem::report!("PE {me}: barrier returned {r:?} instead of the job exiting");
         std::process::exit(1);
     }
     if std::env::args().nth(1).as_deref() == Some("not_collective") {
@@ -489,7 +489,7 @@ fn main() {
         std::process::exit((failed != 0) as i32);
     }
     if let Err(e) = run(&sh) {
-        eprintln!("api_check: {e}");
+        shmem::report!("api_check: {e}");
         sh.global_exit(1);
     }
     let failed = FAILURES.load(Ordering::Relaxed);
@@ -505,7 +505,7 @@ fn main() {
         }
     }
     if let Err(e) = sh.finalize() {
-        eprintln!("api_check: {e}");
+        shmem::report!("api_check: {e}");
         std::process::exit(1);
     }
     if failed != 0 || total != Ok(0) {

@@ -31,7 +31,7 @@ macro_rules! check {
         if got != want {
             if FAILURES.fetch_add(1, Ordering::Relaxed) < 20 {
                 let (g, w) = (format!("{got:?}"), format!("{want:?}"));
-                eprintln!(
+                shmem::report!(
                     "PE {}: {} (line {}): got {:.400}, want {:.400}",
                     shmem::my_pe().unwrap_or(usize::MAX),
                     $what,
@@ -623,7 +623,7 @@ fn main() {
     let (sh, provided) = match shmem::init_thread(ThreadLevel::Multiple) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("{e}");
+            shmem::report!("{e}");
             std::process::exit(1);
         }
     };
@@ -642,14 +642,14 @@ fn main() {
         Ok(())
     };
     if let Err(e) = run() {
-        eprintln!("{e}");
+        shmem::report!("{e}");
         std::process::exit(1);
     }
     drop(world);
     let checks = CHECKS.load(Ordering::Relaxed);
     let failures = FAILURES.load(Ordering::Relaxed);
     if failures > 0 {
-        eprintln!("coll_check: PE {me} of {n}: {failures} of {checks} checks failed");
+        shmem::report!("coll_check: PE {me} of {n}: {failures} of {checks} checks failed");
         std::process::exit(1);
     }
     println!("coll_check: PE {me} of {n} ok ({checks} checks)");

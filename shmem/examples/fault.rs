@@ -38,7 +38,7 @@ fn main() {
     let sh = match shmem::init() {
         Ok(sh) => sh,
         Err(e) => {
-            eprintln!("fault: {e}");
+            shmem::report!("fault: {e}");
             std::process::exit(1);
         }
     };
@@ -94,7 +94,7 @@ fn main() {
             std::process::exit(1);
         }
         other => {
-            eprintln!("fault: unknown mode {other:?}");
+            shmem::report!("fault: unknown mode {other:?}");
             std::process::exit(2);
         }
     }
@@ -119,7 +119,7 @@ fn crash(sh: &shmem::Shmem, kind: &str) {
             "raw-exit0" => unsafe { libc::_exit(0) },
             "kill" => {}
             other => {
-                eprintln!("fault: unknown crash kind {other:?}");
+                shmem::report!("fault: unknown crash kind {other:?}");
                 std::process::exit(2);
             }
         }

@@ -100,7 +100,7 @@ fn main() {
     let max_rounds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
     let sh = shmem::init().unwrap_or_else(|e| {
-        eprintln!("stress: {e}");
+        shmem::report!("stress: {e}");
         std::process::exit(1)
     });
     let (me, n) = (sh.my_pe(), sh.n_pes());

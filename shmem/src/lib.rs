@@ -76,6 +76,14 @@ pub mod wait;
 
 pub use coll::ops::{Complex32, Complex64};
 pub use conduits::SignalOp;
+/// Prints one diagnostic line to stderr in a single write, so lines from
+/// PEs sharing a terminal or pipe never interleave: use it instead of
+/// `eprintln!` in SPMD programs.
+///
+/// ```
+/// shmem::report!("PE {}: checksum mismatch at {}", 0, 17);
+/// ```
+pub use conduits::report;
 pub use config::Config;
 pub use ctx::{Ctx, CtxOptions, ThreadLevel};
 pub use error::{Result, ShmemError};

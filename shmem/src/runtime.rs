@@ -388,7 +388,7 @@ impl Runtime {
                 layout::HEAP
             );
             if let Some(s) = self.statics {
-                eprintln!(
+                conduits::report!(
                     "PE {}: shmem_init: static data {:#x}..{:#x} ({} bytes) is symmetric at segment offset {:#x}",
                     self.me,
                     s.data.start,

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
     );
     let (count, bins) = (opts.value("--keys"), opts.value("--bins"));
     if bins == 0 {
-        eprintln!("histogram: --bins must be at least 1");
+        shmem::report!("histogram: --bins must be at least 1");
         return ExitCode::from(2);
     }
     examples::run("histogram", |sh| {

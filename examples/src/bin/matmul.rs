@@ -66,7 +66,7 @@ fn main() -> ExitCode {
     );
     let n = opts.value("--n");
     if n == 0 {
-        eprintln!("matmul: --n must be at least 1");
+        shmem::report!("matmul: --n must be at least 1");
         return ExitCode::from(2);
     }
     examples::run("matmul", |sh| {

@@ -807,19 +807,19 @@ fn main() {
             return;
         }
         Err(msg) => {
-            eprintln!("osu: {msg}\n{USAGE}");
+            shmem::report!("osu: {msg}\n{USAGE}");
             std::process::exit(2);
         }
     };
     let sh = match shmem::init() {
         Ok(sh) => sh,
         Err(e) => {
-            eprintln!("osu: {e}");
+            shmem::report!("osu: {e}");
             std::process::exit(1);
         }
     };
     if let Err(e) = run(&sh, &opts) {
-        eprintln!("osu: PE {}: {e}", sh.my_pe());
+        shmem::report!("osu: PE {}: {e}", sh.my_pe());
         sh.global_exit(1);
     }
 }

@@ -191,7 +191,7 @@ pub unsafe extern "C" fn shmem_team_split_strided(
 /// failure through its return value).
 fn report(rt: &Runtime, e: ShmemError) {
     if rt.config().debug {
-        eprintln!("{e}");
+        conduits::report!("{e}");
     }
 }
 

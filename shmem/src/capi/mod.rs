@@ -70,7 +70,7 @@ pub(crate) fn rt(call: &'static str) -> &'static Runtime {
 
 #[cold]
 fn not_initialized(call: &'static str) -> ! {
-    eprintln!("{call}: called before shmem_init (or after shmem_finalize)");
+    conduits::report!("{call}: called before shmem_init (or after shmem_finalize)");
     std::process::exit(1)
 }
 

@@ -42,7 +42,7 @@ fn start(level: ThreadLevel) {
     match r {
         Ok(p) => RT.store(p, Ordering::Release),
         Err(e) => {
-            eprintln!("{e}");
+            conduits::report!("{e}");
             std::process::exit(1)
         }
     }
@@ -100,7 +100,7 @@ pub extern "C" fn shmem_finalize() {
     // SAFETY: `p` came from `Runtime::start`, is unpublished now and is
     // finished only here (the swap above hands it to one caller).
     if let Err(e) = unsafe { runtime::finish(p) } {
-        eprintln!("{e}");
+        conduits::report!("{e}");
         std::process::exit(1)
     }
 }
