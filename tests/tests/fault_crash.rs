@@ -81,8 +81,21 @@ fn crash(conduit: &str, kind: &str) {
         took < STOP_BOUND_MS,
         "{ctx}: the job ended {took} ms after the failure"
     );
+    // The PEs that noticed name PE 1 (never a PE that left because of it),
+    // and so does oshrun's or a PE's error line, unless PE 1 itself was the
+    // first to end.
+    let detections: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" detected at "))
+        .collect();
+    for d in &detections {
+        assert!(d.contains("PE 1 failed"), "{d:?} blames another PE: {ctx}");
+    }
     assert!(
-        out.stderr.contains("PE 1 (pid") || out.stderr.contains("PE 1 failed"),
+        out.stderr.contains("PE 1 (pid")
+            || out.stderr.contains("PE 1 failed")
+            || !detections.is_empty(),
         "no message names PE 1: {ctx}"
     );
     let pids: Vec<u32> = out

@@ -300,6 +300,11 @@ struct PeerInfo {
 /// finalized: from then on its exit is not a failure.
 pub const FINALIZED_MARK: &str = "finalized";
 
+/// The file a PE creates in its devsim board's directory when it found that
+/// another PE failed, holding that PE's number: a PE that then sees this one
+/// gone blames the PE named there.
+pub const CAUSE_MARK: &str = "cause";
+
 /// [`Conduit::poll`] considers the slow checks every this many calls...
 const POLL_CHECK_CALLS: u32 = 256;
 /// ...and runs them when this long has passed since the last time.
@@ -510,6 +515,7 @@ impl FpgaConduit {
         let rings = Rings::after_reset(bar0);
         if let Device::Devsim(d) = &board.device {
             let _ = std::fs::remove_file(d.join(FINALIZED_MARK));
+            let _ = std::fs::remove_file(d.join(CAUSE_MARK));
         }
         let board_pid = match &board.device {
             Device::Devsim(d) => std::fs::read_to_string(d.join("pid"))
@@ -678,10 +684,7 @@ impl FpgaConduit {
                     continue;
                 }
                 if p.pid != 0 && !process_alive(p.pid) {
-                    return Err(ConduitError::PeerFailed {
-                        pe,
-                        reason: format!("its process {} ended without finalizing", p.pid),
-                    });
+                    return Err(self.root_cause(peers, pe));
                 }
                 if p.board_pid != 0 && !process_alive(p.board_pid) {
                     let dir = p.dir.as_ref().map(|d| d.display().to_string());
@@ -705,6 +708,44 @@ impl FpgaConduit {
             }
         }
         Ok(())
+    }
+
+    /// PE `pe` ended without finalizing; but it may have ended only
+    /// because it saw another PE fail first. Follows the [`CAUSE_MARK`]s
+    /// the departed PEs left (at most one step per PE) to the PE that
+    /// failed first, leaves this PE's own mark naming it, and returns the
+    /// error naming it.
+    fn root_cause(&self, peers: &[PeerInfo], pe: usize) -> ConduitError {
+        let dead = |q: usize| {
+            let pid = peers.get(q).map_or(0, |p| p.pid);
+            ConduitError::PeerFailed {
+                pe: q,
+                reason: format!("its process {pid} ended without finalizing"),
+            }
+        };
+        let mut root = pe;
+        for _ in 0..self.size {
+            let next = peers
+                .get(root)
+                .and_then(|p| p.dir.as_ref())
+                .and_then(|d| std::fs::read_to_string(d.join(CAUSE_MARK)).ok())
+                .and_then(|t| t.trim().parse::<usize>().ok());
+            match next {
+                Some(n) if n != root && n != self.rank && n < self.size => root = n,
+                _ => break,
+            }
+        }
+        if let Device::Devsim(d) = &self.board.device {
+            let mark = d.join(CAUSE_MARK);
+            if !mark.exists() {
+                // Written whole, then renamed: a reader sees all or nothing.
+                let tmp = d.join(format!("{CAUSE_MARK}.tmp"));
+                if std::fs::write(&tmp, format!("{root}\n")).is_ok() {
+                    let _ = std::fs::rename(&tmp, &mark);
+                }
+            }
+        }
+        dead(root)
     }
 
     fn fresh_tag(h: &mut Host) -> u32 {

@@ -160,6 +160,13 @@ impl Ctl {
         assert!(pe < self.layout.n);
         self.word(self.layout.pes + pe * PE_BYTES + 8)
     }
+    /// Zero, or `root + 1` once `pe` found that PE `root` failed: `pe` is
+    /// about to leave because of it, so a PE that sees `pe` gone blames
+    /// `root`, not `pe`.
+    pub(crate) fn cause(&self, pe: usize) -> &AtomicU64 {
+        assert!(pe < self.layout.n);
+        self.word(self.layout.pes + pe * PE_BYTES + 16)
+    }
 
     /// Length word of `pe`'s exchange slot.
     pub(crate) fn xchg_len(&self, pe: usize) -> &AtomicU64 {

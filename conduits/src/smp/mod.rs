@@ -477,8 +477,17 @@ impl SmpConduit {
     }
 
     /// `Err(PeerFailed)` if `pe` is dead, failed, or (when `need_alive`)
-    /// finalized.
+    /// finalized. A failure is traced to its root (see [`Self::root_cause`])
+    /// and recorded as this PE's cause before it is returned.
     fn check_peer(&self, pe: usize, need_alive: bool) -> Result<()> {
+        match self.peer_verdict(pe, need_alive) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.root_cause(pe, e)),
+        }
+    }
+
+    /// The state of `pe` alone, without following causes.
+    fn peer_verdict(&self, pe: usize, need_alive: bool) -> Result<()> {
         let st = self.ctl.state(pe).load(Ordering::Acquire);
         let pid = self.ctl.pid(pe).load(Ordering::Relaxed);
         let fail = |reason: String| Err(ConduitError::PeerFailed { pe, reason });
@@ -494,6 +503,38 @@ impl SmpConduit {
             return fail(format!("its process {pid} ended without finalizing"));
         }
         Ok(())
+    }
+
+    /// `found` says PE `pe` failed; but `pe` may have left only because it
+    /// saw another PE fail first. Follows the recorded causes (at most one
+    /// step per PE) to the PE that failed first, records it as this PE's own
+    /// cause, and returns the error naming it.
+    fn root_cause(&self, pe: usize, found: ConduitError) -> ConduitError {
+        let (mut root, mut err) = (pe, found);
+        for _ in 0..self.size {
+            let c = self.ctl.cause(root).load(Ordering::Acquire);
+            let Some(next) = c.checked_sub(1).map(|c| c as usize) else {
+                break;
+            };
+            if next == root || next == self.rank || next >= self.size {
+                break;
+            }
+            root = next;
+            err = match self.peer_verdict(root, false) {
+                Err(e) => e,
+                Ok(()) => ConduitError::PeerFailed {
+                    pe: root,
+                    reason: format!("PE {pe} left the job after seeing it fail"),
+                },
+            };
+        }
+        let _ = self.ctl.cause(self.rank).compare_exchange(
+            0,
+            root as u64 + 1,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        err
     }
 
     /// Checks every peer, reporting a PE that died or failed in preference
