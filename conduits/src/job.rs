@@ -152,6 +152,41 @@ fn parse_count(var: &str, v: &str) -> Result<usize> {
         .map_err(|_| ConduitError::Bootstrap(format!("{var}={v:?} is not a non-negative integer")))
 }
 
+/// Names the file descriptor (a pipe's write end) through which a PE tells
+/// its launcher which PE failed first; `oshrun` sets it.
+pub const LAUNCHER_FD_VAR: &str = "FSHMEM_LAUNCHER_FD";
+
+/// Tells the launcher (through [`LAUNCHER_FD_VAR`]) that this PE found PE
+/// `pe` failed and is about to leave because of it, so that the launcher,
+/// which may see this PE end first, names `pe` as the cause. Once per
+/// process; a no-op without the variable or when the descriptor is no
+/// longer a pipe.
+///
+/// The message is one line, `failed <pe>`, written with a single `write`
+/// of fewer than `PIPE_BUF` bytes, so lines from several PEs never mix.
+pub fn tell_launcher_failed(pe: usize) {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let Some(fd) = std::env::var(LAUNCHER_FD_VAR)
+        .ok()
+        .and_then(|v| v.parse::<libc::c_int>().ok())
+    else {
+        return;
+    };
+    if TOLD.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
+    // SAFETY: `stat` is plain old data, valid when zeroed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes only into `st`; a closed descriptor fails.
+    let r = unsafe { libc::fstat(fd, &mut st) };
+    if r != 0 || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return;
+    }
+    let line = format!("failed {pe}\n");
+    // SAFETY: writes `line.len()` bytes from a live buffer to a pipe.
+    let _ = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

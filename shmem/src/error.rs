@@ -175,8 +175,14 @@ pub enum ShmemError {
 }
 
 impl ShmemError {
-    /// Wraps a conduit error with the PE and call that saw it.
+    /// Wraps a conduit error with the PE and call that saw it. A peer's
+    /// failure is also told to the launcher, which may see this PE end
+    /// before the failed one and would otherwise blame this PE.
     pub fn conduit(pe: usize, call: &'static str, source: ConduitError) -> ShmemError {
+        if let ConduitError::PeerFailed { pe: failed, .. } = &source {
+            let failed = *failed;
+            conduits::job::tell_launcher_failed(failed);
+        }
         ShmemError::Conduit { pe, call, source }
     }
 }

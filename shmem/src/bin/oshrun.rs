@@ -5,7 +5,10 @@
 //! `r` to the `r mod ncpus`-th CPU it may use, forwards output (optionally
 //! prefixed with `[pe r] `), exits with the status of the first PE that
 //! fails and stops the others, stops the job on SIGINT/SIGTERM/SIGHUP, and
-//! removes the job's shared memory however the job ends.
+//! removes the job's shared memory however the job ends. A PE that leaves
+//! because another PE failed names that PE on a pipe (`FSHMEM_LAUNCHER_FD`),
+//! so oshrun's message names the PE that failed first even when another
+//! ended before it.
 //!
 //! With `--conduit ipv6` oshrun also runs the job's rendezvous bootstrap
 //! server on `[::1]` (an ephemeral port) and passes its address to every PE
@@ -44,6 +47,9 @@ Environment set for every PE:
                    server oshrun runs for the job
   FSHMEM_FPGA_DEVICE  fpga: the PE's devsim board directory
                    (/dev/shm/fshmem-<job>-board<rank>/, removed at the end)
+  FSHMEM_LAUNCHER_FD  a pipe on which a PE that leaves because another PE
+                   failed names that PE, so that oshrun's message blames
+                   the PE that failed first (\"... after PE 1 failed\")
 
 Environment read by the PEs (passed through unchanged):
   SHMEM_SYMMETRIC_SIZE  size of each PE's symmetric heap (e.g. 64M, 1G)
@@ -241,6 +247,9 @@ fn run(cli: Cli) -> Result<u8, String> {
     let mut pes: Vec<Pe> = Vec::with_capacity(n);
     let mut readers = Vec::new();
     let mut first_failure: Option<(usize, Outcome)> = None;
+    let mut causes =
+        CausePipe::new().map_err(|e| format!("cannot create the PEs' report pipe: {e}"))?;
+    let cause_fd = causes.write_fd;
     let mut start_error = None;
     for rank in 0..n {
         let mut cmd = Command::new(program);
@@ -248,7 +257,8 @@ fn run(cli: Cli) -> Result<u8, String> {
             .env("FSHMEM_RANK", rank.to_string())
             .env("FSHMEM_SIZE", n.to_string())
             .env("FSHMEM_JOB_ID", &job_id)
-            .env("FSHMEM_CONDUIT", conduit_name);
+            .env("FSHMEM_CONDUIT", conduit_name)
+            .env(conduits::job::LAUNCHER_FD_VAR, cause_fd.to_string());
         if let Some(b) = &boards {
             cmd.env("FSHMEM_FPGA_DEVICE", b.device(rank));
         }
@@ -261,11 +271,11 @@ fn run(cli: Cli) -> Result<u8, String> {
         let cpu = (!cpus.is_empty()).then(|| cpus[rank % cpus.len()]);
         // SAFETY: the closure runs in the child between fork and exec and
         // only makes async-signal-safe system calls (prctl, getppid, kill,
-        // pthread_sigmask, sched_setaffinity) on values prepared before the
+        // pthread_sigmask, sched_setaffinity, fcntl) on values prepared before the
         // fork; it allocates nothing and takes no locks.
         unsafe {
             cmd.pre_exec(move || {
-                child_setup(parent, cpu);
+                child_setup(parent, cpu, cause_fd);
                 Ok(())
             });
         }
@@ -290,6 +300,8 @@ fn run(cli: Cli) -> Result<u8, String> {
             }
         }
     }
+
+    causes.close_write();
 
     let mut interrupted: Option<i32> = None;
     let mut stopping: Option<Instant> = None;
@@ -337,8 +349,9 @@ fn run(cli: Cli) -> Result<u8, String> {
         }
         if stopping.is_none() {
             if let Some((rank, outcome)) = first_failure {
+                let after = causes.after(rank);
                 conduits::report!(
-                    "oshrun: PE {rank} (pid {}) {}; stopping the other {running} PE{}",
+                    "oshrun: PE {rank} (pid {}) {}{after}; stopping the other {running} PE{}",
                     pes[rank].pid,
                     describe(outcome),
                     if running == 1 { "" } else { "s" }
@@ -355,8 +368,9 @@ fn run(cli: Cli) -> Result<u8, String> {
         }
     }
     if let (Some((rank, outcome)), false) = (first_failure, reported) {
+        let after = causes.after(rank);
         conduits::report!(
-            "oshrun: PE {rank} (pid {}) {}",
+            "oshrun: PE {rank} (pid {}) {}{after}",
             pes[rank].pid,
             describe(outcome)
         );
@@ -385,11 +399,83 @@ fn run(cli: Cli) -> Result<u8, String> {
     })
 }
 
+/// The read end of the pipe through which PEs name the PE whose failure
+/// made them leave (see `conduits::job::tell_launcher_failed`): oshrun may
+/// see such a PE end before the failed one and must not blame it.
+struct CausePipe {
+    read: std::fs::File,
+    /// The write end's descriptor, inherited by the PEs.
+    write_fd: libc::c_int,
+    write: Option<std::os::fd::OwnedFd>,
+    buf: Vec<u8>,
+    /// The first PE named.
+    first: Option<usize>,
+}
+
+impl CausePipe {
+    fn new() -> std::io::Result<CausePipe> {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 writes two descriptors into `fds`.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors are new and owned by nothing else.
+        let (read, write) = unsafe {
+            (
+                std::fs::File::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        Ok(CausePipe {
+            read,
+            write_fd: fds[1],
+            write: Some(write),
+            buf: Vec::new(),
+            first: None,
+        })
+    }
+
+    /// Closes oshrun's copy of the write end once every PE has its own.
+    fn close_write(&mut self) {
+        self.write = None;
+    }
+
+    /// Reads what the PEs wrote so far; returns the first PE named.
+    fn poll(&mut self) -> Option<usize> {
+        let mut chunk = [0u8; 512];
+        while let Ok(k @ 1..) = self.read.read(&mut chunk) {
+            if self.buf.len() < 64 * 1024 {
+                self.buf.extend_from_slice(&chunk[..k]);
+            }
+        }
+        if self.first.is_none() {
+            self.first = self
+                .buf
+                .split(|&b| b == b'\n')
+                .filter_map(|l| std::str::from_utf8(l).ok()?.strip_prefix("failed "))
+                .find_map(|pe| pe.trim().parse().ok());
+        }
+        self.first
+    }
+
+    /// `" after PE r failed"` when a PE named `r`, not `rank`, as the PE
+    /// that failed first; empty otherwise.
+    fn after(&mut self, rank: usize) -> String {
+        match self.poll() {
+            Some(r) if r != rank => format!(" after PE {r} failed"),
+            _ => String::new(),
+        }
+    }
+}
+
 /// Runs in each child before exec: dies with oshrun, default signal mask,
 /// CPU pinning.
-fn child_setup(parent: libc::pid_t, cpu: Option<usize>) {
+fn child_setup(parent: libc::pid_t, cpu: Option<usize>, cause_fd: libc::c_int) {
     // SAFETY: plain system calls on locals; async-signal-safe.
     unsafe {
+        // The PE keeps the report pipe's write end across exec.
+        libc::fcntl(cause_fd, libc::F_SETFD, 0);
         libc::prctl(
             libc::PR_SET_PDEATHSIG,
             libc::SIGKILL as libc::c_ulong,
