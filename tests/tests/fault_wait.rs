@@ -15,15 +15,31 @@ fn job(conduit: &str, mode: &str, timeout: &str) -> fshmem_tests::RunOutput {
     out
 }
 
+/// The line of `stderr` that starts with `head` (a PE's timeout report),
+/// and the seconds it says the PE waited: at least `timeout`, and (the
+/// report comes from the wait's own periodic check) not much more.
+fn waited<'a>(stderr: &'a str, head: &str, timeout: f64) -> Option<(&'a str, f64)> {
+    let line = stderr.lines().find(|l| l.starts_with(head))?;
+    let secs: f64 = line
+        .split(": no progress for ")
+        .nth(1)?
+        .split(" s ")
+        .next()?
+        .parse()
+        .ok()?;
+    (secs >= timeout && secs < timeout + 2.0).then_some((line, secs))
+}
+
 #[test]
 fn wait_until_on_a_word_nobody_sets_ends_the_job() {
     for conduit in ["smp", "ipv6", "fpga"] {
         let out = job(conduit, "wait-until", "1");
         assert_eq!(out.code(), Some(124), "{conduit}: {out:?}");
+        let (line, _) = waited(&out.stderr, "PE 3: shmem_wait_until: no progress for ", 1.0)
+            .unwrap_or_else(|| panic!("{conduit}: no timeout report: {out:?}"));
         assert!(
-            out.stderr.contains(
-                "PE 3: shmem_wait_until: no progress for 1.0 s waiting for element 0 (offset 0x"
-            ) && out.stderr.contains("to become == 5 (currently 0)"),
+            line.contains(" s waiting for element 0 (offset 0x")
+                && line.contains("to become == 5 (currently 0)"),
             "{conduit}: {out:?}"
         );
         assert!(out.elapsed < Duration::from_secs(5), "{conduit}: {out:?}");
@@ -35,11 +51,12 @@ fn barrier_with_an_absent_pe_names_who_is_awaited() {
     for conduit in ["smp", "ipv6", "fpga"] {
         let out = job(conduit, "wait-barrier", "0.8");
         assert_eq!(out.code(), Some(124), "{conduit}: {out:?}");
-        assert!(
-            out.stderr
-                .contains("shmem_barrier_all: no progress for 0.8 s waiting for PE "),
-            "{conduit}: {out:?}"
-        );
+        let reported = out.stderr.lines().filter_map(|l| {
+            let at = l.find("shmem_barrier_all: ")?;
+            let (line, _) = waited(&l[at..], "shmem_barrier_all: no progress for ", 0.8)?;
+            line.contains(" s waiting for PE ").then_some(())
+        });
+        assert!(reported.count() >= 1, "{conduit}: {out:?}");
         assert!(out.elapsed < Duration::from_secs(5), "{conduit}: {out:?}");
     }
 }
