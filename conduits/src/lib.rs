@@ -17,6 +17,7 @@
 
 pub mod aligned;
 pub mod bootstrap;
+mod cpu_amo;
 pub mod error;
 pub mod fpga;
 pub mod ipv6;

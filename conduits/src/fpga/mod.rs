@@ -78,7 +78,7 @@ pub mod devsim;
 pub mod launch;
 pub mod queue;
 
-use crate::error::{ConduitError, Result, check_pe, check_range};
+use crate::error::{ConduitError, Result, check_pe, check_range, check_word, root_of};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
@@ -723,18 +723,14 @@ impl FpgaConduit {
                 reason: format!("its process {pid} ended without finalizing"),
             }
         };
-        let mut root = pe;
-        for _ in 0..self.size {
-            let next = peers
-                .get(root)
-                .and_then(|p| p.dir.as_ref())
-                .and_then(|d| std::fs::read_to_string(d.join(CAUSE_MARK)).ok())
-                .and_then(|t| t.trim().parse::<usize>().ok());
-            match next {
-                Some(n) if n != root && n != self.rank && n < self.size => root = n,
-                _ => break,
-            }
-        }
+        let root = root_of(pe, self.rank, self.size, |q| {
+            let d = peers.get(q)?.dir.as_ref()?;
+            std::fs::read_to_string(d.join(CAUSE_MARK))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        });
         if let Device::Devsim(d) = &self.board.device {
             let mark = d.join(CAUSE_MARK);
             if !mark.exists() {
@@ -1378,14 +1374,7 @@ impl Conduit for FpgaConduit {
         operand: u64,
         compare: u64,
     ) -> Result<u64> {
-        check_range(pe, self.size, offset, width.bytes(), self.segment_len())?;
-        if offset % width.bytes() != 0 {
-            return Err(ConduitError::Misaligned {
-                pe,
-                offset,
-                align: width.bytes(),
-            });
-        }
+        check_word(pe, self.size, offset, width.bytes(), self.segment_len())?;
         self.raw_atomic(pe, offset as u64, op, width, operand, compare, false)
     }
 
@@ -1399,14 +1388,7 @@ impl Conduit for FpgaConduit {
         sig_value: u64,
     ) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len())?;
-        check_range(pe, self.size, sig_offset, 8, self.segment_len())?;
-        if sig_offset % 8 != 0 {
-            return Err(ConduitError::Misaligned {
-                pe,
-                offset: sig_offset,
-                align: 8,
-            });
-        }
+        check_word(pe, self.size, sig_offset, 8, self.segment_len())?;
         self.raw_put(pe, offset as u64, src.as_ptr(), src.len())?;
         let op = match sig_op {
             SignalOp::Set => AmoOp::Set,

@@ -88,7 +88,7 @@ mod segment;
 pub use impair::Impair;
 
 use crate::bootstrap::{self, Bootstrap};
-use crate::error::{ConduitError, Result, check_pe, check_range};
+use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
@@ -713,15 +713,6 @@ impl Ipv6Conduit {
         (a >= base && a.checked_add(len)? <= base + self.segment_len).then(|| (a - base) as u64)
     }
 
-    fn check_amo(&self, pe: usize, offset: usize, width: AmoWidth) -> Result<()> {
-        let align = width.bytes();
-        check_range(pe, self.size, offset, align, self.segment_len)?;
-        if offset % align != 0 {
-            return Err(ConduitError::Misaligned { pe, offset, align });
-        }
-        Ok(())
-    }
-
     /// Sends a request to every peer's exit handler, waits briefly for
     /// them to be acknowledged, and exits.
     fn broadcast_exit(&self, status: i32) {
@@ -910,12 +901,13 @@ impl Conduit for Ipv6Conduit {
         operand: u64,
         compare: u64,
     ) -> Result<u64> {
-        self.check_amo(pe, offset, width)?;
+        check_word(pe, self.size, offset, width.bytes(), self.segment_len)?;
         if pe == self.rank {
             // SAFETY: in range and aligned (checked); the segment is page
             // aligned.
-            let old =
-                unsafe { segment::atomic_at(self.local(offset), op, width, operand, compare) };
+            let old = unsafe {
+                crate::cpu_amo::atomic_at(self.local(offset), op, width, operand, compare)
+            };
             self.check_failed()?;
             return Ok(old & width.mask());
         }
@@ -949,7 +941,7 @@ impl Conduit for Ipv6Conduit {
         sig_value: u64,
     ) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len)?;
-        self.check_amo(pe, sig_offset, AmoWidth::W64)?;
+        check_word(pe, self.size, sig_offset, 8, self.segment_len)?;
         let op = match sig_op {
             SignalOp::Set => AmoOp::Set,
             SignalOp::Add => AmoOp::Add,

@@ -76,7 +76,7 @@ mod shm;
 
 pub use shm::{SHM_DIR, job_file, job_files, job_prefix, remove_job_files};
 
-use crate::error::{ConduitError, Result, check_pe, check_range};
+use crate::error::{ConduitError, Result, check_pe, check_range, check_word, root_of};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
@@ -86,7 +86,7 @@ use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, ReplySink, Token}
 use ring::{Header, Received, Ring};
 use shm::Region;
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::time::{Duration, Instant};
 
 /// Largest job the smp conduit accepts.
@@ -510,24 +510,21 @@ impl SmpConduit {
     /// step per PE) to the PE that failed first, records it as this PE's own
     /// cause, and returns the error naming it.
     fn root_cause(&self, pe: usize, found: ConduitError) -> ConduitError {
-        let (mut root, mut err) = (pe, found);
-        for _ in 0..self.size {
-            let c = self.ctl.cause(root).load(Ordering::Acquire);
-            let Some(next) = c.checked_sub(1).map(|c| c as usize) else {
-                break;
-            };
-            if next == root || next == self.rank || next >= self.size {
-                break;
-            }
-            root = next;
-            err = match self.peer_verdict(root, false) {
+        let root = root_of(pe, self.rank, self.size, |q| {
+            let c = self.ctl.cause(q).load(Ordering::Acquire);
+            usize::try_from(c.checked_sub(1)?).ok()
+        });
+        let err = if root == pe {
+            found
+        } else {
+            match self.peer_verdict(root, false) {
                 Err(e) => e,
                 Ok(()) => ConduitError::PeerFailed {
                     pe: root,
                     reason: format!("PE {pe} left the job after seeing it fail"),
                 },
-            };
-        }
+            }
+        };
         let _ = self.ctl.cause(self.rank).compare_exchange(
             0,
             root as u64 + 1,
@@ -703,34 +700,6 @@ impl ReplySink for Replier<'_> {
     }
 }
 
-macro_rules! amo_on {
-    ($atomic:ty, $int:ty, $p:expr, $op:expr, $operand:expr, $compare:expr) => {{
-        // SAFETY: the caller checked that the word lies inside a live
-        // mapping and is aligned to its width; shared words are only
-        // modified atomically by conforming programs.
-        let a = unsafe { <$atomic>::from_ptr($p as *mut $int) };
-        let v = $operand as $int;
-        let old = match $op {
-            AmoOp::Fetch => a.load(Ordering::Acquire),
-            AmoOp::Set => {
-                a.store(v, Ordering::Release);
-                0
-            }
-            AmoOp::Swap => a.swap(v, Ordering::AcqRel),
-            AmoOp::CompareSwap => {
-                match a.compare_exchange($compare as $int, v, Ordering::AcqRel, Ordering::Acquire) {
-                    Ok(x) | Err(x) => x,
-                }
-            }
-            AmoOp::FetchAdd | AmoOp::Add => a.fetch_add(v, Ordering::AcqRel),
-            AmoOp::FetchAnd | AmoOp::And => a.fetch_and(v, Ordering::AcqRel),
-            AmoOp::FetchOr | AmoOp::Or => a.fetch_or(v, Ordering::AcqRel),
-            AmoOp::FetchXor | AmoOp::Xor => a.fetch_xor(v, Ordering::AcqRel),
-        };
-        old as u64
-    }};
-}
-
 impl Conduit for SmpConduit {
     #[inline]
     fn rank(&self) -> usize {
@@ -803,16 +772,12 @@ impl Conduit for SmpConduit {
         operand: u64,
         compare: u64,
     ) -> Result<u64> {
-        let align = width.bytes();
-        check_range(pe, self.size, offset, align, self.segment_len)?;
-        if offset % align != 0 {
-            return Err(ConduitError::Misaligned { pe, offset, align });
-        }
+        check_word(pe, self.size, offset, width.bytes(), self.segment_len)?;
         let p = self.seg_ptr(pe, offset);
-        let old = match width {
-            AmoWidth::W32 => amo_on!(AtomicU32, u32, p, op, operand, compare),
-            AmoWidth::W64 => amo_on!(AtomicU64, u64, p, op, operand, compare),
-        };
+        // SAFETY: the word lies inside pe's live mapping and is aligned to
+        // its width (checked above); shared words are only modified
+        // atomically by conforming programs.
+        let old = unsafe { crate::cpu_amo::atomic_at(p, op, width, operand, compare) };
         self.progress()?;
         Ok(old)
     }
@@ -827,14 +792,7 @@ impl Conduit for SmpConduit {
         sig_value: u64,
     ) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len)?;
-        check_range(pe, self.size, sig_offset, 8, self.segment_len)?;
-        if sig_offset % 8 != 0 {
-            return Err(ConduitError::Misaligned {
-                pe,
-                offset: sig_offset,
-                align: 8,
-            });
-        }
+        check_word(pe, self.size, sig_offset, 8, self.segment_len)?;
         // SAFETY: the destination range lies inside pe's mapping (checked).
         unsafe { std::ptr::copy(src.as_ptr(), self.seg_ptr(pe, offset), src.len()) };
         fence(Ordering::Release);

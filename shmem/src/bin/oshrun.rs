@@ -249,7 +249,7 @@ fn run(cli: Cli) -> Result<u8, String> {
     let mut first_failure: Option<(usize, Outcome)> = None;
     let mut causes =
         CausePipe::new().map_err(|e| format!("cannot create the PEs' report pipe: {e}"))?;
-    let cause_fd = causes.write_fd;
+    let cause_fd = causes.write_fd();
     let mut start_error = None;
     for rank in 0..n {
         let mut cmd = Command::new(program);
@@ -404,8 +404,8 @@ fn run(cli: Cli) -> Result<u8, String> {
 /// see such a PE end before the failed one and must not blame it.
 struct CausePipe {
     read: std::fs::File,
-    /// The write end's descriptor, inherited by the PEs.
-    write_fd: libc::c_int,
+    /// The write end, inherited by the PEs; closed in oshrun once they have
+    /// it.
     write: Option<std::os::fd::OwnedFd>,
     buf: Vec<u8>,
     /// The first PE named.
@@ -429,11 +429,16 @@ impl CausePipe {
         };
         Ok(CausePipe {
             read,
-            write_fd: fds[1],
             write: Some(write),
             buf: Vec::new(),
             first: None,
         })
+    }
+
+    /// The write end's descriptor (-1 once closed).
+    fn write_fd(&self) -> libc::c_int {
+        use std::os::fd::AsRawFd;
+        self.write.as_ref().map_or(-1, |w| w.as_raw_fd())
     }
 
     /// Closes oshrun's copy of the write end once every PE has its own.
