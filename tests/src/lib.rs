@@ -6,9 +6,8 @@
 //! cargo examples), running a command with a timeout, and looking for
 //! shared-memory files a job left behind.
 //!
-//! Build everything first, as the README's test command does:
-//! `cargo build --release --workspace && cargo test --release --workspace`
-//! (`cargo test` builds the examples).
+//! Build everything first, as the README's test command does
+//! (`bash scripts/test.sh`; `cargo test` builds the examples).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

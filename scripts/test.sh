@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: installs the system packages the
+# tests use (apt-get, when run as root; otherwise it names what is missing and
+# stops), builds the workspace with the features the tests exercise, and runs
+# every test. README.md's test command runs this script; so does .ci/run.
+#
+# Add a package here (and only here) when a test starts needing one: the
+# list is the single record of what the suite depends on.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian package -> a file or command that shows it is installed.
+packages=(
+    "build-essential:/usr/bin/cc"
+    "pkg-config:/usr/bin/pkg-config"
+    "libhwloc-dev:/usr/include/hwloc.h"
+    "iproute2:/usr/sbin/ip"
+    "mpich:/usr/bin/mpiexec.hydra"
+)
+
+missing=()
+for entry in "${packages[@]}"; do
+    pkg=${entry%%:*}
+    probe=${entry#*:}
+    [ -e "$probe" ] || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "test.sh: installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "test.sh: the tests need these Debian packages, which are missing: ${missing[*]}" >&2
+        echo "test.sh: install them (sudo apt-get install ${missing[*]}) or run as root" >&2
+        exit 1
+    fi
+fi
+
+cargo build --release --workspace
+cargo test --release --workspace
