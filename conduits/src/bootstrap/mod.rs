@@ -146,20 +146,18 @@ pub fn launcher_rank_size(
     Ok(None)
 }
 
-/// Builds the bootstrap for PE `rank` of `size` from the environment read
-/// through `get`: the rendezvous when `FSHMEM_BOOTSTRAP` is set, PMI-1
-/// when `PMI_FD` is, nothing for a singleton; otherwise an error saying
-/// what to set.
+/// Builds the bootstrap for PE `rank` of `size` from the launcher's
+/// environment read through `get`: the rendezvous when `FSHMEM_BOOTSTRAP`
+/// is set (joined within `timeout`, the setting
+/// `FSHMEM_BOOTSTRAP_TIMEOUT`), PMI-1 when `PMI_FD` is, nothing for a
+/// singleton; otherwise an error saying what to set.
 pub fn from_env(
     rank: usize,
     size: usize,
     get: impl Fn(&str) -> Option<String>,
+    timeout: std::time::Duration,
 ) -> Result<Box<dyn Bootstrap>> {
     if let Some(addr) = get("FSHMEM_BOOTSTRAP") {
-        let timeout = match get("FSHMEM_BOOTSTRAP_TIMEOUT") {
-            Some(v) => crate::ipv6::parse_duration("FSHMEM_BOOTSTRAP_TIMEOUT", &v)?,
-            None => rendezvous::DEFAULT_TIMEOUT,
-        };
         let c = rendezvous::Client::join(&addr, rank, size, timeout)?;
         return Ok(Box::new(c));
     }

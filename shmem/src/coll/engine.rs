@@ -31,7 +31,8 @@ use crate::error::{Result, ShmemError};
 use crate::pod::{Pod, bytes_of};
 use crate::runtime::Runtime;
 use crate::team::{CollState, TeamState, aux_offset};
-use conduits::{AmoOp, AmoWidth, Conduit, ConduitError, SignalOp};
+use conduits::prelude::*;
+use conduits::{AmoOp, AmoWidth, ConduitError, SignalOp};
 use std::sync::MutexGuard;
 
 /// The barrier algorithm for a team of `n` PEs.
@@ -172,6 +173,7 @@ impl<'a> Coll<'a> {
         self.rt
             .conduit
             .put_signal(
+                CtxId::DEFAULT,
                 self.t.members[to],
                 off,
                 data,
@@ -194,6 +196,7 @@ impl<'a> Coll<'a> {
         self.rt
             .conduit
             .atomic(
+                CtxId::DEFAULT,
                 self.t.members[to],
                 self.counter(self.me()),
                 AmoOp::Add,
@@ -573,10 +576,13 @@ impl<'a> Coll<'a> {
             for k in 0..nelems {
                 self.rt
                     .conduit
-                    .put(pe, d_at(k), self.seg(s_at(to, k), es))
+                    .put(CtxId::DEFAULT, pe, d_at(k), self.seg(s_at(to, k), es))
                     .map_err(|e| self.err(e))?;
             }
-            self.rt.conduit.fence().map_err(|e| self.err(e))?;
+            self.rt
+                .conduit
+                .fence(CtxId::DEFAULT)
+                .map_err(|e| self.err(e))?;
             self.signal(to)?;
             if pairwise {
                 self.wait((me + n - s) % n)?;
