@@ -94,6 +94,8 @@ gasnet_core::config_table! {
             check |d: &Duration| within_duration(*d, Duration::from_millis(10), Duration::from_secs(86_400));
         bootstrap_timeout: Duration = "FSHMEM_BOOTSTRAP_TIMEOUT", default "60s", Plain,
             help "how long the rendezvous bootstrap waits for every PE to join";
+        pmix_library: Option<PathBuf> = "FSHMEM_PMIX_LIBRARY", default "", Unset,
+            help "the PMIx library loaded under a PMIx launcher (default libpmix.so.2)";
         ipv6_addr: Option<Ipv6Addr> = "FSHMEM_IPV6_ADDR", default "", Unset,
             help "ipv6: the address to bind the data socket to (default: the route to the rendezvous, a unique-local address, ::1)";
         ipv6_prefix: Option<String> = "FSHMEM_IPV6_PREFIX", default "", Unset,

@@ -1009,7 +1009,7 @@ impl Lifecycle for Ipv6Conduit {
     /// PMI) and joins the job ([`Ipv6Conduit::attach_with`]).
     fn attach(job: &JobEnv, segment: SegmentRequest, settings: &Settings) -> Result<Self> {
         let get = |k: &str| std::env::var(k).ok();
-        let boot = bootstrap::from_env(job.rank, job.size, get, settings.bootstrap_timeout)?;
+        let boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
         Self::attach_with(job.rank, job.size, segment, boot, settings)
     }
 
