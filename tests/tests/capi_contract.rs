@@ -49,3 +49,137 @@ fn allocation_returns_null_when_the_heap_cannot_satisfy_it() {
         assert_eq!(align.len(), 1, "{j:?}");
     }
 }
+
+/// What PE 0 and the last PE called in each case of `coll_agree`.
+fn disagreement(case: &str, n: usize) -> (String, String) {
+    let last = n - 1;
+    let pair =
+        |call: &str, a: &str, b: &str| (format!("{call} with {a}"), format!("{call} with {b}"));
+    match case {
+        "bcast_root" => pair(
+            "shmem_int_broadcast",
+            "root 0, 10 elements of 4 bytes",
+            "root 1, 10 elements of 4 bytes",
+        ),
+        "bcast_count" => pair(
+            "shmem_int_broadcast",
+            "root 0, 10 elements of 4 bytes",
+            "root 0, 20 elements of 4 bytes",
+        ),
+        "reduce_count" => pair(
+            "shmem_int_sum_reduce",
+            "4 elements of 4 bytes",
+            "5 elements of 4 bytes",
+        ),
+        "reduce_zero" => pair(
+            "shmem_int_sum_reduce",
+            "4 elements of 4 bytes",
+            "0 elements of 4 bytes",
+        ),
+        "reduce_op" => (
+            "shmem_int_sum_reduce with 4 elements of 4 bytes".to_string(),
+            "shmem_int_max_reduce with 4 elements of 4 bytes".to_string(),
+        ),
+        "fcollect_count" => pair(
+            "shmem_int_fcollect",
+            "2 elements of 4 bytes",
+            "3 elements of 4 bytes",
+        ),
+        "alltoall_block" => pair(
+            "shmem_int_alltoall",
+            "blocks of 1 elements of 4 bytes",
+            "blocks of 2 elements of 4 bytes",
+        ),
+        "to_all" => pair(
+            "shmem_long_sum_to_all",
+            "2 elements of 8 bytes",
+            "3 elements of 8 bytes",
+        ),
+        other => panic!("no case {other} (last PE {last})"),
+    }
+}
+
+/// A collective whose arguments differ between PEs ends the job with
+/// status 1 after every PE has printed one line naming both PEs and both
+/// calls; no PE returns from the collective.
+#[test]
+fn collectives_report_arguments_that_differ_between_pes() {
+    let exe = compile("coll_agree", &[]);
+    let cases = [
+        "bcast_root",
+        "bcast_count",
+        "reduce_count",
+        "reduce_zero",
+        "reduce_op",
+        "fcollect_count",
+        "alltoall_block",
+        "to_all",
+    ];
+    let runs: Vec<(usize, &[(&str, &str)])> = vec![
+        (2, &[]),
+        (4, &[]),
+        (5, &[]),
+        (5, &[("FSHMEM_BARRIER_ALGO", "tree")]),
+    ];
+    for (n, env) in runs {
+        for case in cases {
+            let j = job_env(n, &exe, &[case], env);
+            assert_eq!(j.out.code(), Some(1), "{case}: {j:?}");
+            assert!(!j.out.stdout.contains("returned"), "{case}: {j:?}");
+            let (first, other) = disagreement(case, n);
+            for pe in 0..n {
+                // Each PE names its own call.
+                let mine = if pe == n - 1 { &other } else { &first };
+                let call = mine.split(' ').next().unwrap_or("");
+                let want = format!(
+                    "PE {pe}: {call}: the PEs disagree: PE 0 called {first}, PE {} called {other}",
+                    n - 1
+                );
+                assert_eq!(
+                    lines_with(&j.out.stderr, &want).len(),
+                    1,
+                    "{case} on {n} PEs {env:?}: missing {want:?} in {j:?}"
+                );
+            }
+        }
+    }
+    // Arguments that agree pass, also when PEs name the same type
+    // differently (int and int32_t).
+    for n in [1, 2, 4, 5] {
+        let j = job_env(n, &exe, &["ok"], &[]);
+        j.assert_ok_with(&format!("coll_agree: ok on {n} PEs"));
+    }
+}
+
+/// The argument check on the ipv6 and fpga conduits at 2 and 4 PEs.
+#[test]
+fn collectives_report_differing_arguments_on_ipv6_and_fpga() {
+    let exe = compile("coll_agree", &[]);
+    for conduit in ["ipv6", "fpga"] {
+        for n in [2, 4] {
+            let j = capi::job_on(
+                conduit,
+                n,
+                &exe,
+                &["bcast_root"],
+                &[],
+                fshmem_tests::JOB_TIMEOUT,
+            );
+            assert_eq!(j.out.code(), Some(1), "{conduit}: {j:?}");
+            let (first, other) = disagreement("bcast_root", n);
+            for pe in 0..n {
+                let want = format!(
+                    "PE {pe}: shmem_int_broadcast: the PEs disagree: PE 0 called {first}, PE {} called {other}",
+                    n - 1
+                );
+                assert_eq!(
+                    lines_with(&j.out.stderr, &want).len(),
+                    1,
+                    "{conduit}: {j:?}"
+                );
+            }
+            let j = capi::job_on(conduit, n, &exe, &["ok"], &[], fshmem_tests::JOB_TIMEOUT);
+            j.assert_ok_with(&format!("coll_agree: ok on {n} PEs"));
+        }
+    }
+}

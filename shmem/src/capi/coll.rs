@@ -14,10 +14,10 @@ use super::{
     CTX_DEFAULT, CtxH, CtxObj, TEAM_SHARED, TEAM_WORLD, TeamH, TeamObj, fail, for_rma_types,
     invalid, ok, rt, team_state,
 };
-use crate::coll::Coll;
 use crate::coll::ops::{
     And, Complex32, Complex64, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor,
 };
+use crate::coll::{Args, Coll};
 use crate::ctx::CtxOptions;
 use crate::error::{Result, ShmemError};
 use crate::runtime::{Runtime, layout};
@@ -505,7 +505,7 @@ fn broadcast(
         // SAFETY: `d..d+len` is symmetric memory of this PE (translated).
         unsafe { std::slice::from_raw_parts(rt.local_addr(d), len) }.to_vec()
     });
-    Coll::new_data(rt, t, call)?.broadcast(d, s, len, root)?;
+    Coll::new_data(rt, t, call, Args::broadcast(root, nelems, es))?.broadcast(d, s, len, root)?;
     if let Some(v) = saved {
         // SAFETY: as above; the broadcast has completed its sends from it.
         unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), rt.local_addr(d), len) };
@@ -526,7 +526,7 @@ fn fcollect(
     let total = bytes(rt, call, len, t.size())?;
     let d = sym(rt, call, dest, total)?;
     let s = sym(rt, call, src, len)?;
-    Coll::new_data(rt, t, call)?.fcollect(d, s, len)
+    Coll::new_data(rt, t, call, Args::fcollect(nelems, es))?.fcollect(d, s, len)
 }
 
 fn collect(
@@ -546,7 +546,7 @@ fn collect(
         Err(_) if dest.is_null() => (0, 0),
         Err(e) => return Err(e),
     };
-    Coll::new_data(rt, t, call)?
+    Coll::new_data(rt, t, call, Args::collect(es))?
         .collect(d, cap, s, len)
         .map(drop)
 }
@@ -564,7 +564,7 @@ fn alltoall(
     let total = bytes(rt, call, len, t.size())?;
     let d = sym(rt, call, dest, total)?;
     let s = sym(rt, call, src, total)?;
-    Coll::new_data(rt, t, call)?.alltoall(d, s, len)
+    Coll::new_data(rt, t, call, Args::alltoall(nelems, es))?.alltoall(d, s, len)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -595,7 +595,8 @@ fn alltoalls(
     };
     let d = sym(rt, call, dest, span(dst as usize)?)?;
     let s = sym(rt, call, src, span(sst as usize)?)?;
-    Coll::new_data(rt, t, call)?.alltoalls(d, s, dst as usize, sst as usize, es, nelems)
+    let args = Args::alltoalls(nelems, es, dst as usize, sst as usize);
+    Coll::new_data(rt, t, call, args)?.alltoalls(d, s, dst as usize, sst as usize, es, nelems)
 }
 
 fn reduce<O: ReduceOp, T: Reducible<O>>(
@@ -609,10 +610,9 @@ fn reduce<O: ReduceOp, T: Reducible<O>>(
     let len = bytes(rt, call, nreduce, size_of::<T>())?;
     let d = sym(rt, call, dest, len)?;
     let s = sym(rt, call, src, len)?;
-    if len == 0 {
-        return Ok(());
-    }
-    Coll::new_data(rt, t, call)?.reduce::<O, T>(d, s, nreduce)
+    // Also with nothing to reduce: the entry sync checks that every PE
+    // asked for nothing.
+    Coll::new_data(rt, t, call, Args::reduce::<T>(O::NAME, nreduce))?.reduce::<O, T>(d, s, nreduce)
 }
 
 fn scan<O: ReduceOp, T: Reducible<O>>(
@@ -627,10 +627,8 @@ fn scan<O: ReduceOp, T: Reducible<O>>(
     let len = bytes(rt, call, nreduce, size_of::<T>())?;
     let d = sym(rt, call, dest, len)?;
     let s = sym(rt, call, src, len)?;
-    if len == 0 {
-        return Ok(());
-    }
-    Coll::new_data(rt, t, call)?.scan::<O, T>(d, s, nreduce, exclusive)
+    let args = Args::scan::<T>(O::NAME, nreduce, exclusive);
+    Coll::new_data(rt, t, call, args)?.scan::<O, T>(d, s, nreduce, exclusive)
 }
 
 /// Runs a team collective: 0, -1 for `SHMEM_TEAM_INVALID`; other errors
@@ -644,7 +642,8 @@ fn team_call(
     let Some(t) = team_state(rt, team) else {
         return -1;
     };
-    ok(f(rt, t));
+    let r = f(rt, t);
+    check(rt, call, t, r);
     0
 }
 
@@ -657,9 +656,28 @@ fn active_call(
     f: impl FnOnce(&'static Runtime, &TeamState) -> Result<()>,
 ) {
     let rt = rt(call);
-    let r = active_set(rt, call, start, log, size).and_then(|t| f(rt, &t));
-    if let Err(e) = r {
-        fail(e)
+    match active_set(rt, call, start, log, size) {
+        Ok(t) => {
+            let r = f(rt, &t);
+            check(rt, call, &t, r)
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// Ends the job on a collective's error. When the PEs' arguments
+/// disagree, every PE of the team found it: each prints its line, then
+/// the team syncs once more, so that no PE ends the job (and so stops the
+/// others) before every PE has reported.
+fn check(rt: &Runtime, call: &'static str, t: &TeamState, r: Result<()>) {
+    match r {
+        Ok(()) => {}
+        Err(e @ ShmemError::CollectiveMismatch { .. }) => {
+            conduits::report!("{e}");
+            let _ = Coll::new(rt, t, call).and_then(|mut c| c.sync());
+            super::exit_job(1)
+        }
+        Err(e) => fail(e),
     }
 }
 

@@ -324,7 +324,7 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     const CALL: &str = "shmem_calloc";
     // A product that overflows cannot be satisfied: the heap refuses it
     // (collectively, like any other request too large).
-    let bytes = count.checked_mul(size).unwrap_or(usize::MAX);
+    let bytes = count.saturating_mul(size);
     alloc(CALL, bytes, 16, true)
 }
 

@@ -6,6 +6,7 @@
 use fshmem_tests::{Job, RunOutput, bin, oshrun_cmd, profile_dir, run, shm_files, unique_job_id};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// `tests/c` in the source tree.
@@ -20,8 +21,21 @@ pub fn compile(name: &str, extra: &[&str]) -> PathBuf {
     compile_as(name, name, extra)
 }
 
-/// As [`compile`], naming the executable `exe_name`.
+/// As [`compile`], naming the executable `exe_name`. Each executable is
+/// built once per test process, so that tests running in parallel never
+/// run a file another one is rewriting.
 pub fn compile_as(name: &str, exe_name: &str, extra: &[&str]) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(n, _)| n == exe_name) {
+        return exe.clone();
+    }
+    let exe = build(name, exe_name, extra);
+    built.push((exe_name.to_string(), exe.clone()));
+    exe
+}
+
+fn build(name: &str, exe_name: &str, extra: &[&str]) -> PathBuf {
     let out_dir = profile_dir().join("capi-tests");
     std::fs::create_dir_all(&out_dir).expect("create capi-tests");
     let exe = out_dir.join(exe_name);
