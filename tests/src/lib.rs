@@ -9,6 +9,8 @@
 //! Build everything first, as the README's test command does
 //! (`bash scripts/test.sh`; `cargo test` builds the examples).
 
+pub mod slurm;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
