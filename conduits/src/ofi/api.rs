@@ -26,11 +26,18 @@ pub const ADDR_UNSPEC: fi_addr_t = u64::MAX;
 /// `-FI_ENOSYS`, returned for an operation a provider's table lacks.
 pub const NOSYS: isize = -(FI_ENOSYS as isize);
 
-type GetinfoFn =
-    unsafe extern "C" fn(u32, *const c_char, *const c_char, u64, *const fi_info, *mut *mut fi_info) -> c_int;
+type GetinfoFn = unsafe extern "C" fn(
+    u32,
+    *const c_char,
+    *const c_char,
+    u64,
+    *const fi_info,
+    *mut *mut fi_info,
+) -> c_int;
 type FreeinfoFn = unsafe extern "C" fn(*mut fi_info);
 type DupinfoFn = unsafe extern "C" fn(*const fi_info) -> *mut fi_info;
-type FabricFn = unsafe extern "C" fn(*mut fi_fabric_attr, *mut *mut fid_fabric, *mut c_void) -> c_int;
+type FabricFn =
+    unsafe extern "C" fn(*mut fi_fabric_attr, *mut *mut fid_fabric, *mut c_void) -> c_int;
 type StrerrorFn = unsafe extern "C" fn(c_int) -> *const c_char;
 type VersionFn = unsafe extern "C" fn() -> u32;
 
@@ -111,13 +118,14 @@ impl Api {
     }
 }
 
-/// Calls entry `$f` of the ops table `$ops` (a raw pointer), or returns
+/// Calls entry `$f` of the ops table `$table` of object `$obj`, or returns
 /// `-FI_ENOSYS` from the enclosing function when the table lacks it.
 macro_rules! call {
-    ($ops:expr, $f:ident ( $($arg:expr),* $(,)? )) => {{
-        let ops = $ops;
-        // SAFETY: the caller passed a live object, whose ops table the
-        // provider keeps for the object's lifetime.
+    ($obj:ident => $table:ident, $f:ident ( $($arg:expr),* $(,)? )) => {{
+        // SAFETY: the caller passed a live object (this function's
+        // contract), whose ops table the provider keeps for its lifetime.
+        let ops = unsafe { (*$obj).$table };
+        // SAFETY: as above: NULL or a valid table.
         match unsafe { ops.as_ref() }.and_then(|t| t.$f) {
             // SAFETY: the entry is the provider's implementation of the
             // inline call of the same name, with the C arguments given.
@@ -133,7 +141,7 @@ macro_rules! call {
 /// `fid` is a live libfabric object, not used after this.
 pub unsafe fn close(fid: *mut fid) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*fid).ops }, close(fid))
+    call!(fid => ops, close(fid))
 }
 
 /// `fi_domain(fabric, info, &domain, NULL)`.
@@ -142,7 +150,8 @@ pub unsafe fn close(fid: *mut fid) -> c_int {
 /// Live objects; `out` writable.
 pub unsafe fn domain(fab: *mut fid_fabric, info: *mut fi_info, out: *mut *mut fid_domain) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*fab).ops }, domain(fab, info, out, std::ptr::null_mut()))
+    call!(fab => ops, domain(fab, info, out, std::ptr::null_mut())
+    )
 }
 
 /// `fi_endpoint(domain, info, &ep, NULL)`.
@@ -151,7 +160,8 @@ pub unsafe fn domain(fab: *mut fid_fabric, info: *mut fi_info, out: *mut *mut fi
 /// Live objects; `out` writable.
 pub unsafe fn endpoint(dom: *mut fid_domain, info: *mut fi_info, out: *mut *mut fid_ep) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*dom).ops }, endpoint(dom, info, out, std::ptr::null_mut()))
+    call!(dom => ops, endpoint(dom, info, out, std::ptr::null_mut())
+    )
 }
 
 /// `fi_av_open(domain, attr, &av, NULL)`.
@@ -160,7 +170,8 @@ pub unsafe fn endpoint(dom: *mut fid_domain, info: *mut fi_info, out: *mut *mut 
 /// Live objects; `attr` valid; `out` writable.
 pub unsafe fn av_open(dom: *mut fid_domain, attr: *mut fi_av_attr, out: *mut *mut fid_av) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*dom).ops }, av_open(dom, attr, out, std::ptr::null_mut()))
+    call!(dom => ops, av_open(dom, attr, out, std::ptr::null_mut())
+    )
 }
 
 /// `fi_cq_open(domain, attr, &cq, NULL)`.
@@ -169,7 +180,8 @@ pub unsafe fn av_open(dom: *mut fid_domain, attr: *mut fi_av_attr, out: *mut *mu
 /// Live objects; `attr` valid; `out` writable.
 pub unsafe fn cq_open(dom: *mut fid_domain, attr: *mut fi_cq_attr, out: *mut *mut fid_cq) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*dom).ops }, cq_open(dom, attr, out, std::ptr::null_mut()))
+    call!(dom => ops, cq_open(dom, attr, out, std::ptr::null_mut())
+    )
 }
 
 /// `fi_cntr_open(domain, attr, &cntr, NULL)`.
@@ -182,7 +194,8 @@ pub unsafe fn cntr_open(
     out: *mut *mut fid_cntr,
 ) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*dom).ops }, cntr_open(dom, attr, out, std::ptr::null_mut()))
+    call!(dom => ops, cntr_open(dom, attr, out, std::ptr::null_mut())
+    )
 }
 
 /// `fi_query_atomic(domain, datatype, op, &attr, flags)`.
@@ -197,7 +210,8 @@ pub unsafe fn query_atomic(
     flags: u64,
 ) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*dom).ops }, query_atomic(dom, dt, op, attr, flags))
+    call!(dom => ops, query_atomic(dom, dt, op, attr, flags)
+    )
 }
 
 /// `fi_mr_reg(domain, buf, len, access, 0, key, 0, &mr, NULL)`.
@@ -215,7 +229,8 @@ pub unsafe fn mr_reg(
     // SAFETY: per this function's contract.
     let fid = unsafe { &mut (*dom).fid as *mut fid };
     // SAFETY: per this function's contract.
-    call!(unsafe { (*dom).mr }, reg(fid, buf, len, access, 0, key, 0, out, std::ptr::null_mut()))
+    call!(dom => mr, reg(fid, buf, len, access, 0, key, 0, out, std::ptr::null_mut())
+    )
 }
 
 /// `fi_ep_bind(ep, bfid, flags)` and `fi_mr_bind(mr, bfid, flags)`: bind
@@ -225,7 +240,7 @@ pub unsafe fn mr_reg(
 /// Live objects.
 pub unsafe fn bind(to: *mut fid, what: *mut fid, flags: u64) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*to).ops }, bind(to, what, flags))
+    call!(to => ops, bind(to, what, flags))
 }
 
 /// `fi_enable(ep)` and `fi_mr_enable(mr)`: `control(FI_ENABLE)`.
@@ -234,7 +249,8 @@ pub unsafe fn bind(to: *mut fid, what: *mut fid, flags: u64) -> c_int {
 /// A live object.
 pub unsafe fn enable(f: *mut fid) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*f).ops }, control(f, FI_ENABLE as c_int, std::ptr::null_mut()))
+    call!(f => ops, control(f, FI_ENABLE as c_int, std::ptr::null_mut())
+    )
 }
 
 /// `fi_getname(&ep->fid, addr, &len)`.
@@ -245,7 +261,7 @@ pub unsafe fn getname(ep: *mut fid_ep, addr: *mut c_void, len: *mut usize) -> c_
     // SAFETY: per this function's contract.
     let fid = unsafe { &mut (*ep).fid as *mut fid };
     // SAFETY: per this function's contract.
-    call!(unsafe { (*ep).cm }, getname(fid, addr, len))
+    call!(ep => cm, getname(fid, addr, len))
 }
 
 /// `fi_av_insert(av, addrs, count, fi_addrs, 0, NULL)`: the number inserted.
@@ -253,9 +269,15 @@ pub unsafe fn getname(ep: *mut fid_ep, addr: *mut c_void, len: *mut usize) -> c_
 /// # Safety
 /// `av` live; `addrs` holds `count` provider addresses; `out` has room
 /// for `count`.
-pub unsafe fn av_insert(av: *mut fid_av, addrs: *const c_void, count: usize, out: *mut fi_addr_t) -> c_int {
+pub unsafe fn av_insert(
+    av: *mut fid_av,
+    addrs: *const c_void,
+    count: usize,
+    out: *mut fi_addr_t,
+) -> c_int {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*av).ops }, insert(av, addrs, count, out, 0, std::ptr::null_mut()))
+    call!(av => ops, insert(av, addrs, count, out, 0, std::ptr::null_mut())
+    )
 }
 
 /// `fi_write(ep, buf, len, NULL, dest, addr, key, ctx)`.
@@ -273,7 +295,8 @@ pub unsafe fn write(
     ctx: *mut c_void,
 ) -> isize {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*ep).rma }, write(ep, buf, len, std::ptr::null_mut(), dest, addr, key, ctx))
+    call!(ep => rma, write(ep, buf, len, std::ptr::null_mut(), dest, addr, key, ctx)
+    )
 }
 
 /// `fi_read(ep, buf, len, NULL, src, addr, key, ctx)`.
@@ -291,16 +314,24 @@ pub unsafe fn read(
     ctx: *mut c_void,
 ) -> isize {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*ep).rma }, read(ep, buf, len, std::ptr::null_mut(), src, addr, key, ctx))
+    call!(ep => rma, read(ep, buf, len, std::ptr::null_mut(), src, addr, key, ctx)
+    )
 }
 
 /// `fi_send(ep, buf, len, NULL, dest, ctx)`.
 ///
 /// # Safety
 /// `ep` live; `buf..buf+len` readable until the send completes.
-pub unsafe fn send(ep: *mut fid_ep, buf: *const c_void, len: usize, dest: fi_addr_t, ctx: *mut c_void) -> isize {
+pub unsafe fn send(
+    ep: *mut fid_ep,
+    buf: *const c_void,
+    len: usize,
+    dest: fi_addr_t,
+    ctx: *mut c_void,
+) -> isize {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*ep).msg }, send(ep, buf, len, std::ptr::null_mut(), dest, ctx))
+    call!(ep => msg, send(ep, buf, len, std::ptr::null_mut(), dest, ctx)
+    )
 }
 
 /// `fi_recv(ep, buf, len, NULL, FI_ADDR_UNSPEC, ctx)`.
@@ -310,7 +341,8 @@ pub unsafe fn send(ep: *mut fid_ep, buf: *const c_void, len: usize, dest: fi_add
 /// the receive completes or the endpoint is closed.
 pub unsafe fn recv(ep: *mut fid_ep, buf: *mut c_void, len: usize, ctx: *mut c_void) -> isize {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*ep).msg }, recv(ep, buf, len, std::ptr::null_mut(), ADDR_UNSPEC, ctx))
+    call!(ep => msg, recv(ep, buf, len, std::ptr::null_mut(), ADDR_UNSPEC, ctx)
+    )
 }
 
 /// `fi_atomic(ep, buf, 1, NULL, dest, addr, key, dt, op, ctx)`.
@@ -330,7 +362,8 @@ pub unsafe fn atomic(
 ) -> isize {
     let n = std::ptr::null_mut();
     // SAFETY: per this function's contract.
-    call!(unsafe { (*ep).atomic }, write(ep, buf, 1, n, dest, addr, key, dt, op, ctx))
+    call!(ep => atomic, write(ep, buf, 1, n, dest, addr, key, dt, op, ctx)
+    )
 }
 
 /// `fi_fetch_atomic(ep, buf, 1, NULL, result, NULL, dest, addr, key, dt, op, ctx)`.
@@ -352,9 +385,7 @@ pub unsafe fn fetch_atomic(
 ) -> isize {
     let n = std::ptr::null_mut();
     // SAFETY: per this function's contract.
-    call!(
-        unsafe { (*ep).atomic },
-        readwrite(ep, buf, 1, n, result, n, dest, addr, key, dt, op, ctx)
+    call!(ep => atomic, readwrite(ep, buf, 1, n, result, n, dest, addr, key, dt, op, ctx)
     )
 }
 
@@ -379,9 +410,9 @@ pub unsafe fn compare_atomic(
 ) -> isize {
     let n = std::ptr::null_mut();
     // SAFETY: per this function's contract.
-    call!(
-        unsafe { (*ep).atomic },
-        compwrite(ep, buf, 1, n, compare, n, result, n, dest, addr, key, dt, op, ctx)
+    call!(ep => atomic, compwrite(
+            ep, buf, 1, n, compare, n, result, n, dest, addr, key, dt, op, ctx
+        )
     )
 }
 
@@ -391,7 +422,7 @@ pub unsafe fn compare_atomic(
 /// `cq` live; `buf` has room for `count` entries.
 pub unsafe fn cq_read(cq: *mut fid_cq, buf: *mut fi_cq_msg_entry, count: usize) -> isize {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*cq).ops }, read(cq, buf as *mut c_void, count))
+    call!(cq => ops, read(cq, buf as *mut c_void, count))
 }
 
 /// `fi_cq_readerr(cq, buf, 0)`.
@@ -400,7 +431,7 @@ pub unsafe fn cq_read(cq: *mut fid_cq, buf: *mut fi_cq_msg_entry, count: usize) 
 /// `cq` live; `buf` writable.
 pub unsafe fn cq_readerr(cq: *mut fid_cq, buf: *mut fi_cq_err_entry) -> isize {
     // SAFETY: per this function's contract.
-    call!(unsafe { (*cq).ops }, readerr(cq, buf, 0))
+    call!(cq => ops, readerr(cq, buf, 0))
 }
 
 /// `fi_cq_strerror(cq, prov_errno, err_data, NULL, 0)`: the provider's
@@ -408,7 +439,11 @@ pub unsafe fn cq_readerr(cq: *mut fid_cq, buf: *mut fi_cq_err_entry) -> isize {
 ///
 /// # Safety
 /// `cq` live; `err_data` as the error entry gave it.
-pub unsafe fn cq_strerror(cq: *mut fid_cq, prov_errno: c_int, err_data: *const c_void) -> Option<String> {
+pub unsafe fn cq_strerror(
+    cq: *mut fid_cq,
+    prov_errno: c_int,
+    err_data: *const c_void,
+) -> Option<String> {
     // SAFETY: per this function's contract.
     let f = unsafe { (*cq).ops.as_ref() }.and_then(|t| t.strerror)?;
     // SAFETY: the provider's cq strerror, with a NULL buffer (returns a

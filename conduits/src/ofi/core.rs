@@ -79,6 +79,9 @@ pub(crate) struct Core {
     pub(crate) rma_issued: u64,
     /// Counter errors already reported.
     rma_errors_seen: u64,
+    /// RMA and atomic operations whose completion entry has not been read
+    /// yet.
+    rma_pending: u64,
     pub(crate) engine_issued: u64,
     pub(crate) engine_completed: u64,
     pub(crate) nbi_error: Option<ConduitError>,
@@ -99,7 +102,9 @@ impl Core {
         let mut c = Core {
             fab,
             engine,
-            recv: (0..RECV_BUFFERS).map(|_| vec![0u8; RECV_LEN].into_boxed_slice()).collect(),
+            recv: (0..RECV_BUFFERS)
+                .map(|_| vec![0u8; RECV_LEN].into_boxed_slice())
+                .collect(),
             ops: HashMap::new(),
             done: HashMap::new(),
             engine_wait: HashMap::new(),
@@ -108,6 +113,7 @@ impl Core {
             next_ctx: 1,
             rma_issued: 0,
             rma_errors_seen: 0,
+            rma_pending: 0,
             engine_issued: 0,
             engine_completed: 0,
             nbi_error: None,
@@ -176,6 +182,7 @@ impl Core {
             self.progress();
         }
         self.rma_issued += 1;
+        self.rma_pending += 1;
         self.ops.insert(
             ctx,
             Op {
@@ -186,6 +193,11 @@ impl Core {
             },
         );
         Ok(ctx)
+    }
+
+    /// Whether the engine has room for another command.
+    pub(crate) fn engine_room(&self) -> bool {
+        self.engine.outstanding() < self.engine.config().queue_depth
     }
 
     /// Hands an engine command over; `waiter` says whether a thread waits
@@ -229,7 +241,9 @@ impl Core {
             });
             return Err(e);
         }
-        Ok(ok + err >= self.rma_issued)
+        // The counter says the provider completed them; the completion
+        // entries (read above, in progress) release what they held.
+        Ok(ok + err >= self.rma_issued && self.rma_pending == 0)
     }
 
     fn pump(&mut self) -> bool {
@@ -263,7 +277,13 @@ impl Core {
                 // SAFETY: `bytes` is kept in the op table until the send
                 // completes (moving the Vec does not move its heap buffer).
                 let rc = unsafe {
-                    api::send(self.fab.ep, bytes.as_ptr().cast(), bytes.len(), peer.addr, ctx_ptr(ctx))
+                    api::send(
+                        self.fab.ep,
+                        bytes.as_ptr().cast(),
+                        bytes.len(),
+                        peer.addr,
+                        ctx_ptr(ctx),
+                    )
                 };
                 if rc == -(FI_EAGAIN as isize) {
                     self.backlog.push_front((dst, bytes));
@@ -343,7 +363,10 @@ impl Core {
         };
         let rank = self.fab.rank;
         let error = err.map(|t| {
-            ConduitError::Io(format!("PE {rank}: {} to PE {} failed: {t}", op.call, op.pe))
+            ConduitError::Io(format!(
+                "PE {rank}: {} to PE {} failed: {t}",
+                op.call, op.pe
+            ))
         });
         match op.hold {
             Hold::Recv(i) => {
@@ -353,7 +376,16 @@ impl Core {
                     self.fail(e);
                     return;
                 }
-                match wire::decode(&self.recv[i][..len.min(RECV_LEN)]) {
+                // The packet's header and CRC, not the completion's length,
+                // delimit it: ofi_rxd (libfabric 1.17) reports lengths
+                // short of what it delivered. A packet that was really cut
+                // fails the CRC.
+                let buf = &self.recv[i];
+                let len = wire::peek_header(buf)
+                    .map(|h| h.packet_len().max(len))
+                    .unwrap_or(len)
+                    .min(RECV_LEN);
+                match wire::decode(&buf[..len]) {
                     Ok(p) => self.engine.receive(p),
                     Err(e) => self.fail(ConduitError::Io(format!(
                         "PE {rank}: a malformed packet of {len} bytes arrived: {e}"
@@ -364,6 +396,9 @@ impl Core {
                 }
             }
             hold => {
+                if op.waiter != Waiter::Internal {
+                    self.rma_pending -= 1;
+                }
                 if op.waiter == Waiter::Internal {
                     if let Some(e) = error {
                         self.fail(e);

@@ -134,7 +134,9 @@ impl Fabric {
                  messages and RMA under memory-registration modes this conduit handles \
                  (FI_MR_VIRT_ADDR, FI_MR_ALLOCATED, FI_MR_PROV_KEY, FI_MR_ENDPOINT): {} \
                  (fi_info -l lists the providers; set FSHMEM_OFI_PROVIDER)",
-                domain.map(|d| format!(" on domain {d:?}")).unwrap_or_default(),
+                domain
+                    .map(|d| format!(" on domain {d:?}"))
+                    .unwrap_or_default(),
                 api.strerror(last)
             )));
         };
@@ -168,7 +170,7 @@ impl Fabric {
             f.caps.fabric = cstr((*i.fabric_attr).name);
             f.caps.domain = cstr((*i.domain_attr).name);
             f.caps.mr_mode = (*i.domain_attr).mr_mode as u32;
-            f.caps.max_msg = (*i.ep_attr).max_msg_size.min(usize::MAX as _) as usize;
+            f.caps.max_msg = (*i.ep_attr).max_msg_size;
         }
         f.open_objects()?;
         Ok(f)
@@ -183,7 +185,13 @@ impl Fabric {
             }
         };
         // SAFETY: `info` is live; each out pointer is a field of self.
-        let rc = unsafe { (self.api.fabric)((*self.info).fabric_attr, &mut self.fabric, std::ptr::null_mut()) };
+        let rc = unsafe {
+            (self.api.fabric)(
+                (*self.info).fabric_attr,
+                &mut self.fabric,
+                std::ptr::null_mut(),
+            )
+        };
         ck(self, "fi_fabric", rc)?;
         // SAFETY: `fabric` was just opened; `info` is live.
         let rc = unsafe { api::domain(self.fabric, self.info, &mut self.domain) };
@@ -254,7 +262,16 @@ impl Fabric {
         let access = (FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE) as u64;
         let requested = self.rank as u64 + 1;
         // SAFETY: `domain` is open; the caller keeps the range mapped.
-        let rc = unsafe { api::mr_reg(self.domain, base as *const c_void, len, access, requested, &mut self.mr) };
+        let rc = unsafe {
+            api::mr_reg(
+                self.domain,
+                base as *const c_void,
+                len,
+                access,
+                requested,
+                &mut self.mr,
+            )
+        };
         if rc != 0 {
             return Err(self.err("fi_mr_reg", rc as isize));
         }
@@ -290,7 +307,11 @@ impl Fabric {
             // SAFETY: `av` is open; `name` is one provider address.
             let rc = unsafe { api::av_insert(self.av, name.as_ptr().cast(), 1, &mut a) };
             if rc != 1 {
-                let rc = if rc < 0 { rc as isize } else { -(FI_EINVAL as isize) };
+                let rc = if rc < 0 {
+                    rc as isize
+                } else {
+                    -(FI_EINVAL as isize)
+                };
                 return Err(self.err(&format!("fi_av_insert of PE {pe}'s address"), rc));
             }
             self.peers.push(Peer { addr: a, base, key });
@@ -320,7 +341,10 @@ impl Fabric {
 
 /// An error naming PE `rank`, the call and libfabric's text for `rc`.
 pub(crate) fn fail(api: &Api, rank: usize, call: &str, rc: isize) -> ConduitError {
-    ConduitError::Io(format!("PE {rank}: {call} failed: {} ({rc})", api.strerror(rc)))
+    ConduitError::Io(format!(
+        "PE {rank}: {call} failed: {} ({rc})",
+        api.strerror(rc)
+    ))
 }
 
 fn getinfo(
@@ -365,7 +389,16 @@ fn getinfo(
     }
     let mut info = std::ptr::null_mut();
     // SAFETY: `hints` is a complete fi_info; `info` receives a list.
-    let rc = unsafe { (api.getinfo)(api::API_VERSION, std::ptr::null(), std::ptr::null(), 0, hints, &mut info) };
+    let rc = unsafe {
+        (api.getinfo)(
+            api::API_VERSION,
+            std::ptr::null(),
+            std::ptr::null(),
+            0,
+            hints,
+            &mut info,
+        )
+    };
     // SAFETY: `hints` came from fi_dupinfo and is not used again.
     unsafe { (api.freeinfo)(hints) };
     if rc != 0 {
@@ -381,6 +414,7 @@ fn getinfo(
         // SAFETY: walking the list fi_getinfo returned; every entry has a
         // domain attribute.
         while !pick.is_null() && unsafe { cstr((*(*pick).domain_attr).name) } != d {
+            // SAFETY: `pick` is a non-NULL entry of that list.
             pick = unsafe { (*pick).next };
         }
     }

@@ -1,6 +1,10 @@
 //! The ofi conduit: libfabric, for the fabrics clusters run (verbs, cxi,
 //! efa, tcp, shm), through one reliable-datagram endpoint per PE.
 //!
+//! (Over 800 lines as one cohesive thing: the contract's operations on one
+//! endpoint, each a few lines over [`core`]; setup lives in [`fabric`] and
+//! `setup.rs`, the libfabric calls in [`api`].)
+//!
 //! # Operations
 //!
 //! - The segment is a shared memfd mapping (as on ipv6, so static data can
@@ -47,7 +51,7 @@
 //! |---|---|
 //! | `FSHMEM_OFI_PROVIDER` | provider, as `fi_info -l` names it (`tcp;ofi_rxm`, `udp;ofi_rxd`, `shm`, `verbs;ofi_rxm`); default: the first `fi_getinfo` offers |
 //! | `FSHMEM_OFI_DOMAIN` | domain (interface) name, e.g. `lo`; default: the provider's first |
-//! | `FSHMEM_OFI_ATOMICS` | `auto` (default) or `am`: atomics by the provider when it can, or always as active messages |
+//! | `FSHMEM_OFI_ATOMICS` | `auto` (default), `am` or `native`: atomics by the provider when it can and is trusted ([`UNTRUSTED_ATOMICS`]), always as active messages, or by the provider whenever it offers them |
 //!
 //! `SHMEM_INFO=1` makes PE 0 print the provider, fabric and domain in use
 //! and how atomics travel.
@@ -55,7 +59,10 @@
 pub mod api;
 mod core;
 pub mod fabric;
+mod setup;
 pub mod sys;
+
+pub use setup::{Atomics, Settings, UNTRUSTED_ATOMICS};
 
 use self::core::{AmoSlot, Core, Hold, Waiter};
 use crate::bootstrap::{self, Bootstrap};
@@ -67,6 +74,7 @@ use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, Signa
 use fabric::Fabric;
 use gasnet_core::NodeId;
 use gasnet_core::engine::{Command, Config as EngineConfig, Engine};
+use setup::{Card, fi_amo};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -87,75 +95,6 @@ pub const EXCHANGE_MAX: usize = 1024;
 pub const EXIT_HANDLER: u8 = gasnet_core::handlers::EXIT;
 
 const NO_EXIT: i64 = i64::MIN;
-
-/// How atomics travel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Atomics {
-    /// By the provider when it supports every operation, else as AMs.
-    #[default]
-    Auto,
-    /// Always as active messages.
-    Am,
-}
-
-/// Settings of [`OfiConduit::attach_with`], read from the environment by
-/// [`OfiConduit::attach`].
-#[derive(Clone, Debug, Default)]
-pub struct Settings {
-    /// `FSHMEM_OFI_PROVIDER`.
-    pub provider: Option<String>,
-    /// `FSHMEM_OFI_DOMAIN`.
-    pub domain: Option<String>,
-    /// `FSHMEM_OFI_ATOMICS`.
-    pub atomics: Atomics,
-    /// `SHMEM_INFO` set: PE 0 prints what it uses.
-    pub info: bool,
-}
-
-impl Settings {
-    /// Reads the `FSHMEM_OFI_*` variables through `get`; a bad value is an
-    /// error naming the variable.
-    ///
-    /// ```
-    /// use conduits::ofi::{Atomics, Settings};
-    /// let env = |k: &str| match k {
-    ///     "FSHMEM_OFI_PROVIDER" => Some("tcp;ofi_rxm".to_string()),
-    ///     "FSHMEM_OFI_ATOMICS" => Some("am".to_string()),
-    ///     _ => None,
-    /// };
-    /// let s = Settings::from_lookup(env).unwrap();
-    /// assert_eq!(s.provider.as_deref(), Some("tcp;ofi_rxm"));
-    /// assert_eq!(s.atomics, Atomics::Am);
-    /// let bad = |k: &str| (k == "FSHMEM_OFI_ATOMICS").then(|| "fast".to_string());
-    /// assert!(Settings::from_lookup(bad).unwrap_err().to_string().contains("FSHMEM_OFI_ATOMICS"));
-    /// ```
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings> {
-        let nonempty = |var: &str| -> Result<Option<String>> {
-            match get(var) {
-                None => Ok(None),
-                Some(v) if v.trim().is_empty() || v.contains('\0') => Err(ConduitError::Bootstrap(
-                    format!("{var}={v:?} must name one (fi_info -l lists them)"),
-                )),
-                Some(v) => Ok(Some(v.trim().to_string())),
-            }
-        };
-        let atomics = match get("FSHMEM_OFI_ATOMICS").as_deref().map(str::trim) {
-            None | Some("auto") => Atomics::Auto,
-            Some("am") => Atomics::Am,
-            Some(v) => {
-                return Err(ConduitError::Bootstrap(format!(
-                    "FSHMEM_OFI_ATOMICS={v:?} must be auto or am"
-                )));
-            }
-        };
-        Ok(Settings {
-            provider: nonempty("FSHMEM_OFI_PROVIDER")?,
-            domain: nonempty("FSHMEM_OFI_DOMAIN")?,
-            atomics,
-            info: get("SHMEM_INFO").is_some_and(|v| !matches!(v.trim(), "" | "0")),
-        })
-    }
-}
 
 /// A PE attached to an ofi job. `Send + Sync`: any thread may call it.
 pub struct OfiConduit {
@@ -186,74 +125,6 @@ impl std::fmt::Debug for OfiConduit {
 
 fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The provider's form of `op` on `width`: (datatype, op, flags kind).
-fn fi_amo(op: AmoOp, width: AmoWidth) -> (fi_datatype, fi_op, u64) {
-    let dt = match width {
-        AmoWidth::W32 => FI_UINT32,
-        AmoWidth::W64 => FI_UINT64,
-    };
-    let (o, flags) = match op {
-        AmoOp::Fetch => (FI_ATOMIC_READ, FI_FETCH_ATOMIC),
-        AmoOp::Set => (FI_ATOMIC_WRITE, 0),
-        AmoOp::Swap => (FI_ATOMIC_WRITE, FI_FETCH_ATOMIC),
-        AmoOp::CompareSwap => (FI_CSWAP, FI_COMPARE_ATOMIC),
-        AmoOp::FetchAdd => (FI_SUM, FI_FETCH_ATOMIC),
-        AmoOp::FetchAnd => (FI_BAND, FI_FETCH_ATOMIC),
-        AmoOp::FetchOr => (FI_BOR, FI_FETCH_ATOMIC),
-        AmoOp::FetchXor => (FI_BXOR, FI_FETCH_ATOMIC),
-        AmoOp::Add => (FI_SUM, 0),
-        AmoOp::And => (FI_BAND, 0),
-        AmoOp::Or => (FI_BOR, 0),
-        AmoOp::Xor => (FI_BXOR, 0),
-    };
-    (dt, o, flags)
-}
-
-/// What one PE publishes in the bootstrap all-gather.
-struct Card {
-    name: Vec<u8>,
-    base: u64,
-    key: u64,
-    segment_len: u64,
-    atomics: bool,
-}
-
-impl Card {
-    fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(27 + self.name.len());
-        v.extend_from_slice(&(self.name.len() as u16).to_le_bytes());
-        v.extend_from_slice(&self.name);
-        v.extend_from_slice(&self.base.to_le_bytes());
-        v.extend_from_slice(&self.key.to_le_bytes());
-        v.extend_from_slice(&self.segment_len.to_le_bytes());
-        v.push(self.atomics as u8);
-        v
-    }
-
-    /// Decodes PE `pe`'s card; malformed bytes are an error naming it.
-    fn decode(pe: usize, b: &[u8]) -> Result<Card> {
-        let bad = || ConduitError::Bootstrap(format!("ofi: PE {pe} sent a malformed address card"));
-        let n = u16::from_le_bytes(b.get(..2).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
-        if n == 0 || n > MAX_NAME || b.len() != 2 + n + 25 {
-            return Err(bad());
-        }
-        let word = |at: usize| -> Result<u64> {
-            Ok(u64::from_le_bytes(b[at..at + 8].try_into().map_err(|_| bad())?))
-        };
-        Ok(Card {
-            name: b[2..2 + n].to_vec(),
-            base: word(2 + n)?,
-            key: word(10 + n)?,
-            segment_len: word(18 + n)?,
-            atomics: match b[26 + n] {
-                0 => false,
-                1 => true,
-                _ => return Err(bad()),
-            },
-        })
-    }
 }
 
 impl OfiConduit {
@@ -287,13 +158,21 @@ impl OfiConduit {
                 boot.size()
             )));
         }
-        let mut fab = Fabric::open(rank, settings.provider.as_deref(), settings.domain.as_deref())?;
+        let mut fab = Fabric::open(
+            rank,
+            settings.provider.as_deref(),
+            settings.domain.as_deref(),
+        )?;
         let seg = Segment::new(segment_len)?;
         // SAFETY: the segment mapping lives in `seg`, which the conduit
         // keeps for as long as the Fabric (inside the core) lives, and
         // drops after it (field order of OfiConduit and Drop).
         let (base, key) = unsafe { fab.register(seg.base(), segment_len)? };
-        let can = settings.atomics == Atomics::Auto
+        let untrusted = UNTRUSTED_ATOMICS
+            .iter()
+            .any(|p| fab.caps.provider.split(';').any(|q| q == *p));
+        let can = (settings.atomics == Atomics::Native
+            || settings.atomics == Atomics::Auto && !untrusted)
             && AmoOp::ALL.iter().all(|&op| {
                 [AmoWidth::W32, AmoWidth::W64].iter().all(|&w| {
                     let (dt, o, flags) = fi_amo(op, w);
@@ -325,10 +204,11 @@ impl OfiConduit {
         fab.connect(&names, &segs)?;
         let caps = fab.caps.clone();
         let describe = format!(
-            "provider {} (fabric {}, domain {}), RMA by fi_write/fi_read{}, atomics {}",
+            "provider {} (fabric {}, domain {}, mr_mode {:#x}), RMA by fi_write/fi_read{}, atomics {}",
             caps.provider,
             caps.fabric,
             caps.domain,
+            caps.mr_mode,
             if caps.delivery_complete {
                 " with delivery-complete"
             } else {
@@ -338,6 +218,8 @@ impl OfiConduit {
                 "by the provider (fi_atomic)"
             } else if settings.atomics == Atomics::Am {
                 "as active messages (FSHMEM_OFI_ATOMICS=am)"
+            } else if untrusted && settings.atomics == Atomics::Auto {
+                "as active messages (this provider's atomics are not trusted; FSHMEM_OFI_ATOMICS=native uses them)"
             } else {
                 "as active messages (the provider lacks some)"
             }
@@ -369,7 +251,12 @@ impl OfiConduit {
         let core = Arc::new(Mutex::new(Core::new(fab, engine)?));
         let boot = Arc::new(Mutex::new(boot));
         let stop = Arc::new(AtomicBool::new(false));
-        let (c2, s2, e2, b2) = (core.clone(), stop.clone(), exit_status.clone(), boot.clone());
+        let (c2, s2, e2, b2) = (
+            core.clone(),
+            stop.clone(),
+            exit_status.clone(),
+            boot.clone(),
+        );
         let thread = std::thread::Builder::new()
             .name(format!("fshmem-ofi-{rank}"))
             .spawn(move || progress_thread(c2, s2, e2, b2))?;
@@ -488,7 +375,17 @@ impl OfiConduit {
     }
 
     /// `fi_write` of `len` bytes at `src` to `pe` at `offset`.
-    fn write(&self, c: &mut Core, pe: usize, offset: usize, hold: Hold, src: *const u8, len: usize, waiter: Waiter) -> Result<u64> {
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        c: &mut Core,
+        pe: usize,
+        offset: usize,
+        hold: Hold,
+        src: *const u8,
+        len: usize,
+        waiter: Waiter,
+    ) -> Result<u64> {
         let peer = c.fab.peers[pe];
         c.issue("fi_write", pe, hold, waiter, |f, h, ctx| {
             let (p, n) = match h {
@@ -498,7 +395,17 @@ impl OfiConduit {
             // SAFETY: the source stays readable until completion (held by
             // the op, or by the caller's contract); the target range was
             // checked against the segment.
-            unsafe { api::write(f.ep, p.cast(), n, peer.addr, peer.base + offset as u64, peer.key, ctx) }
+            unsafe {
+                api::write(
+                    f.ep,
+                    p.cast(),
+                    n,
+                    peer.addr,
+                    peer.base + offset as u64,
+                    peer.key,
+                    ctx,
+                )
+            }
         })
     }
 
@@ -506,18 +413,48 @@ impl OfiConduit {
     ///
     /// # Safety
     /// `dst..dst+len` stays writable and untouched until completion.
-    unsafe fn read(&self, c: &mut Core, pe: usize, offset: usize, dst: *mut u8, len: usize, waiter: Waiter) -> Result<u64> {
+    unsafe fn read(
+        &self,
+        c: &mut Core,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+        waiter: Waiter,
+    ) -> Result<u64> {
         let peer = c.fab.peers[pe];
         c.issue("fi_read", pe, Hold::None, waiter, |f, _, ctx| {
             // SAFETY: per this function's contract; range checked.
-            unsafe { api::read(f.ep, dst.cast(), len, peer.addr, peer.base + offset as u64, peer.key, ctx) }
+            unsafe {
+                api::read(
+                    f.ep,
+                    dst.cast(),
+                    len,
+                    peer.addr,
+                    peer.base + offset as u64,
+                    peer.key,
+                    ctx,
+                )
+            }
         })
     }
 
     /// An atomic through the provider.
-    fn native_atomic(&self, pe: usize, offset: usize, op: AmoOp, width: AmoWidth, operand: u64, compare: u64) -> Result<u64> {
+    fn native_atomic(
+        &self,
+        pe: usize,
+        offset: usize,
+        op: AmoOp,
+        width: AmoWidth,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64> {
         let (dt, o, flags) = fi_amo(op, width);
-        let waiter = if op.fetches() { Waiter::Blocking } else { Waiter::Nbi };
+        let waiter = if op.fetches() {
+            Waiter::Blocking
+        } else {
+            Waiter::Nbi
+        };
         let ctx = {
             let mut c = lock(&self.core);
             self.live(&c)?;
@@ -528,18 +465,45 @@ impl OfiConduit {
                 FI_FETCH_ATOMIC => "fi_fetch_atomic",
                 _ => "fi_compare_atomic",
             };
-            c.issue(call, pe, Hold::Amo(AmoSlot::new(operand, compare)), waiter, |f, h, ctx| {
-                let (a, cmp, res) = h.amo_ptrs();
-                // SAFETY: the slot lives in the op until completion; the
-                // word was checked in range and aligned.
-                unsafe {
-                    match flags {
-                        0 => api::atomic(f.ep, a.cast(), peer.addr, addr, peer.key, dt, o, ctx),
-                        FI_FETCH_ATOMIC => api::fetch_atomic(f.ep, a.cast(), res.cast(), peer.addr, addr, peer.key, dt, o, ctx),
-                        _ => api::compare_atomic(f.ep, a.cast(), cmp.cast(), res.cast(), peer.addr, addr, peer.key, dt, o, ctx),
+            c.issue(
+                call,
+                pe,
+                Hold::Amo(AmoSlot::new(operand, compare)),
+                waiter,
+                |f, h, ctx| {
+                    let (a, cmp, res) = h.amo_ptrs();
+                    // SAFETY: the slot lives in the op until completion; the
+                    // word was checked in range and aligned.
+                    unsafe {
+                        match flags {
+                            0 => api::atomic(f.ep, a.cast(), peer.addr, addr, peer.key, dt, o, ctx),
+                            FI_FETCH_ATOMIC => api::fetch_atomic(
+                                f.ep,
+                                a.cast(),
+                                res.cast(),
+                                peer.addr,
+                                addr,
+                                peer.key,
+                                dt,
+                                o,
+                                ctx,
+                            ),
+                            _ => api::compare_atomic(
+                                f.ep,
+                                a.cast(),
+                                cmp.cast(),
+                                res.cast(),
+                                peer.addr,
+                                addr,
+                                peer.key,
+                                dt,
+                                o,
+                                ctx,
+                            ),
+                        }
                     }
-                }
-            })?
+                },
+            )?
         };
         if !op.fetches() {
             return Ok(0);
@@ -555,6 +519,15 @@ impl OfiConduit {
         let tag = self.tag();
         let mut c = lock(&self.core);
         self.live(&c)?;
+        if !c.engine_room() {
+            // Flow control: wait until the engine has room.
+            drop(c);
+            self.drive_until(
+                |c| Ok(c.engine_room().then_some(())),
+                || "room in the engine's command queue".to_string(),
+            )?;
+            c = lock(&self.core);
+        }
         c.submit(tag, cmd, waiter);
         Ok(tag)
     }
@@ -619,10 +592,8 @@ fn progress_thread(
         let idle = now.duration_since(idle_since);
         if idle < Duration::from_micros(200) {
             std::thread::yield_now();
-        } else if idle < Duration::from_millis(20) {
-            std::thread::sleep(Duration::from_micros(50));
         } else {
-            std::thread::sleep(Duration::from_millis(1));
+            std::thread::sleep(Duration::from_micros(50));
         }
     }
 }
@@ -662,7 +633,15 @@ impl Conduit for OfiConduit {
         if src.len() <= BOUNCE_MAX {
             let mut c = lock(&self.core);
             self.live(&c)?;
-            self.write(&mut c, pe, offset, Hold::Bytes(src.to_vec()), std::ptr::null(), src.len(), Waiter::Nbi)?;
+            self.write(
+                &mut c,
+                pe,
+                offset,
+                Hold::Bytes(src.to_vec()),
+                std::ptr::null(),
+                src.len(),
+                Waiter::Nbi,
+            )?;
             return Ok(());
         }
         // A long put: issued from the caller's buffer in pieces the
@@ -673,11 +652,24 @@ impl Conduit for OfiConduit {
             let mut c = lock(&self.core);
             self.live(&c)?;
             for (k, part) in src.chunks(piece).enumerate() {
-                ctxs.push(self.write(&mut c, pe, offset + k * piece, Hold::None, part.as_ptr(), part.len(), Waiter::Blocking)?);
+                ctxs.push(self.write(
+                    &mut c,
+                    pe,
+                    offset + k * piece,
+                    Hold::None,
+                    part.as_ptr(),
+                    part.len(),
+                    Waiter::Blocking,
+                )?);
             }
         }
         for ctx in ctxs {
-            self.wait_ctx(ctx, || format!("the provider to send a put of {} bytes to PE {pe}", src.len()))?;
+            self.wait_ctx(ctx, || {
+                format!(
+                    "the provider to send a put of {} bytes to PE {pe}",
+                    src.len()
+                )
+            })?;
         }
         Ok(())
     }
@@ -696,7 +688,15 @@ impl Conduit for OfiConduit {
         while at < len {
             let n = piece.min(len - at);
             // The caller keeps `src` intact until quiet.
-            self.write(&mut c, pe, offset + at, Hold::None, src.wrapping_add(at), n, Waiter::Nbi)?;
+            self.write(
+                &mut c,
+                pe,
+                offset + at,
+                Hold::None,
+                src.wrapping_add(at),
+                n,
+                Waiter::Nbi,
+            )?;
             at += n;
         }
         Ok(())
@@ -724,13 +724,24 @@ impl Conduit for OfiConduit {
                 let n = piece.min(len - at);
                 // SAFETY: `dst` is borrowed mutably for this whole call,
                 // which waits for every piece before it returns.
-                ctxs.push(unsafe { self.read(&mut c, pe, offset + at, p.wrapping_add(at), n, Waiter::Blocking)? });
+                ctxs.push(unsafe {
+                    self.read(
+                        &mut c,
+                        pe,
+                        offset + at,
+                        p.wrapping_add(at),
+                        n,
+                        Waiter::Blocking,
+                    )?
+                });
                 at += n;
             }
         }
         for ctx in ctxs {
             self.wait_ctx(ctx, || {
-                format!("the data of a blocking get of {len} bytes from PE {pe} at offset {offset:#x}")
+                format!(
+                    "the data of a blocking get of {len} bytes from PE {pe} at offset {offset:#x}"
+                )
             })?;
         }
         Ok(())
@@ -754,7 +765,16 @@ impl Conduit for OfiConduit {
         while at < len {
             let n = piece.min(len - at);
             // SAFETY: the caller keeps `dst` valid and untouched until quiet.
-            unsafe { self.read(&mut c, pe, offset + at, dst.wrapping_add(at), n, Waiter::Nbi)? };
+            unsafe {
+                self.read(
+                    &mut c,
+                    pe,
+                    offset + at,
+                    dst.wrapping_add(at),
+                    n,
+                    Waiter::Nbi,
+                )?
+            };
             at += n;
         }
         Ok(())
@@ -776,7 +796,9 @@ impl Conduit for OfiConduit {
         if pe == self.rank {
             // SAFETY: in range and aligned (checked); the segment is page
             // aligned.
-            let old = unsafe { crate::cpu_amo::atomic_at(self.local(offset), op, width, operand, compare) };
+            let old = unsafe {
+                crate::cpu_amo::atomic_at(self.local(offset), op, width, operand, compare)
+            };
             self.live(&lock(&self.core))?;
             return Ok(old & width.mask());
         }
@@ -931,39 +953,5 @@ impl Conduit for OfiConduit {
 impl Drop for OfiConduit {
     fn drop(&mut self) {
         self.stop_thread();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cards_round_trip_and_bad_ones_are_errors() {
-        let c = Card {
-            name: vec![1, 2, 3],
-            base: 0x7f00_0000_0000,
-            key: 42,
-            segment_len: 1 << 20,
-            atomics: true,
-        };
-        let b = c.encode();
-        let d = Card::decode(3, &b).unwrap();
-        assert_eq!((d.name, d.base, d.key, d.segment_len, d.atomics), (c.name, c.base, c.key, c.segment_len, true));
-        for cut in 0..b.len() {
-            assert!(Card::decode(3, &b[..cut]).is_err());
-        }
-        let mut bad = b.clone();
-        *bad.last_mut().unwrap() = 7;
-        let e = Card::decode(3, &bad).unwrap_err().to_string();
-        assert!(e.contains("PE 3"), "{e}");
-    }
-
-    #[test]
-    fn every_amo_has_a_provider_form() {
-        for op in AmoOp::ALL {
-            let (_, _, flags) = fi_amo(op, AmoWidth::W64);
-            assert_eq!(flags != 0, op.fetches(), "{op:?}");
-        }
     }
 }
