@@ -34,10 +34,10 @@
 //! set's key there with compare-and-swap, so every member agrees on the
 //! slot without a collective.
 //!
-//! A pool slot holds `8 * n_pes` bytes of message counters (one per
-//! sender, rounded up to 64 bytes), 64 bytes of auxiliary words, and two
-//! scratch areas of `FSHMEM_COLL_SCRATCH` bytes, rounded up to 4 KiB. The
-//! world team has slot 0, the shared team slot 1.
+//! A pool slot holds a 64-byte cell per sender (its message counter and
+//! argument summaries), 64 bytes of auxiliary words, a 128-byte call
+//! record, and two scratch areas of `FSHMEM_COLL_SCRATCH` bytes, rounded
+//! up to 4 KiB. The world team has slot 0, the shared team slot 1.
 //!
 //! Conduits hand out zero-filled segments; the counters start at zero.
 

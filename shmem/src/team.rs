@@ -13,9 +13,11 @@
 //!
 //! Each team owns one *slot* of the collective pool, a region of every PE's
 //! segment after the user heap ([`crate::runtime::layout`]); users never
-//! pass `pSync` or work arrays. A slot holds one 64-bit message counter per
-//! possible sender (the team-relative rank), two auxiliary words, and two
-//! scratch areas of `FSHMEM_COLL_SCRATCH` bytes used alternately.
+//! pass `pSync` or work arrays. A slot holds a cache-line cell per possible
+//! sender (the team-relative rank) with its 64-bit message counter and the
+//! argument summaries data collectives compare (see [`crate::coll`]), two
+//! auxiliary words, a call record, and two scratch areas of
+//! `FSHMEM_COLL_SCRATCH` bytes used alternately.
 //! The world team takes slot 0 and the shared team slot 1 at start-up;
 //! `FSHMEM_TEAMS_MAX` slots exist in all.
 //!
@@ -67,6 +69,9 @@ pub(crate) struct CollState {
     pub(crate) expected: Vec<u64>,
     /// Scratch-using steps so far; its parity picks the scratch area.
     pub(crate) step: u64,
+    /// Data-collective entry syncs so far; its parity picks which of a
+    /// sender's two summaries (in its [`CELL`]) a sync uses.
+    pub(crate) agree_step: u64,
 }
 
 /// A team's state, shared by its handles.
@@ -104,6 +109,7 @@ impl TeamState {
             coll: Mutex::new(CollState {
                 expected: vec![0; n],
                 step: 0,
+                agree_step: 0,
             }),
         }
     }
@@ -148,12 +154,35 @@ pub(crate) fn aux_offset(pool: &TeamPool) -> usize {
     pool.counters_len
 }
 
+/// Bytes of one sender's cell at the start of a slot: its message
+/// counter (the first word) and, in the same cache line, the two argument
+/// summaries data collectives carry on their entry sync (alternate syncs
+/// use alternate summaries; see `coll::agree`). A whole cache line per
+/// sender also keeps senders that signal one PE at once off each other's
+/// line.
+pub(crate) const CELL: usize = 64;
+
+/// Offset of a slot's call record (written and read only when the PEs of
+/// a data collective disagree), after the auxiliary words.
+pub(crate) fn record_offset(pool: &TeamPool) -> usize {
+    pool.counters_len + 64
+}
+
+/// Bytes reserved for the call record.
+pub(crate) const RECORD_AREA: usize = 128;
+
+/// Offset of the first scratch area within a slot.
+pub(crate) fn scratch_offset(pool: &TeamPool) -> usize {
+    record_offset(pool) + RECORD_AREA
+}
+
 impl TeamPool {
     /// The pool layout for a job of `n` PEs with
-    /// `scratch`-byte scratch areas, placed at `base`.
+    /// `scratch`-byte scratch areas, placed at `base`: one [`CELL`] per
+    /// sender, auxiliary words, the call record, two scratch areas.
     pub(crate) fn layout(n: usize, scratch: usize) -> (usize, usize) {
-        let counters_len = (8 * n).next_multiple_of(64);
-        let slot_len = (counters_len + 64 + 2 * scratch).next_multiple_of(4096);
+        let counters_len = CELL * n;
+        let slot_len = (counters_len + 64 + RECORD_AREA + 2 * scratch).next_multiple_of(4096);
         (counters_len, slot_len)
     }
 
@@ -458,7 +487,7 @@ fn destroy_state(rt: &Runtime, st: &Arc<TeamState>) -> Result<()> {
     // more arrives in the slot: zero its counters for the next team.
     let base = rt.pool.slot_base(st.slot);
     for i in 0..st.size() {
-        let p = rt.local_addr(base + 8 * i).cast::<u64>();
+        let p = rt.local_addr(base + CELL * i).cast::<u64>();
         // SAFETY: the counter lies in this PE's pool slot, 8-byte aligned,
         // inside the segment; peers only touch it with atomics.
         unsafe { AtomicU64::from_ptr(p) }.store(0, Ordering::Release);

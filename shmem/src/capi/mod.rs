@@ -31,11 +31,15 @@
 //! is 1, `SHMEM_TEAM_SHARED` 2, `SHMEM_CTX_DEFAULT` 1, the invalid handles
 //! null).
 
+mod active;
 mod amo;
 mod coll;
+mod ctx;
+mod reduce;
 mod rma;
 mod setup;
 mod sync;
+mod team;
 
 use crate::ctx::CtxOptions;
 use crate::error::{Result, ShmemError};

@@ -23,6 +23,7 @@
 //! and end each step with a team sync. Vectors larger than a scratch area
 //! are reduced and scanned in chunks (pipelined steps).
 
+use super::agree::{Args, RECORD_LEN, Record, SUMMARY_LEN, Summary, mismatch};
 use super::ops::{ReduceOp, Reducible, combine_into};
 use crate::config::{
     Algo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollConfig, FcollectAlgo, ReduceAlgo,
@@ -30,7 +31,7 @@ use crate::config::{
 use crate::error::{Result, ShmemError};
 use crate::pod::{Pod, bytes_of};
 use crate::runtime::Runtime;
-use crate::team::{CollState, TeamState, aux_offset};
+use crate::team::{CELL, CollState, TeamState, aux_offset, record_offset, scratch_offset};
 use conduits::{AmoOp, AmoWidth, Conduit, ConduitError, SignalOp};
 use std::sync::MutexGuard;
 
@@ -114,19 +115,23 @@ impl<'a> Coll<'a> {
     }
 
     /// Starts a data collective (one that puts into peers' destinations):
-    /// [`Coll::new`] followed by a team sync. The algorithms put straight
-    /// into destinations and a PE leaves a collective as soon as its own
-    /// part is done, so without the sync a fast PE's next collective could
-    /// write a destination a slow PE is still filling (a reduction into X
-    /// followed by a broadcast into X). The Rust team API and the C ABI
-    /// both start their data collectives here.
+    /// [`Coll::new`] followed by a team sync that also checks that every
+    /// PE called it with the same `args` ([`Coll::sync_agree`]). The
+    /// algorithms put straight into destinations and a PE leaves a
+    /// collective as soon as its own part is done, so without the sync a
+    /// fast PE's next collective could write a destination a slow PE is
+    /// still filling (a reduction into X followed by a broadcast into X);
+    /// without the check, a PE that asked for fewer elements than another
+    /// would receive more than it asked for. The Rust team API and the C
+    /// ABI both start their data collectives here.
     pub(crate) fn new_data(
         rt: &'a Runtime,
         t: &'a TeamState,
         call: &'static str,
+        args: Args,
     ) -> Result<Coll<'a>> {
         let mut c = Self::new(rt, t, call)?;
-        c.sync()?;
+        c.sync_agree(args)?;
         Ok(c)
     }
 
@@ -158,7 +163,7 @@ impl<'a> Coll<'a> {
 
     #[inline]
     fn counter(&self, from: usize) -> usize {
-        self.base + 8 * from
+        self.base + CELL * from
     }
 
     /// Offset of auxiliary word `i` (0 or 1) of the slot.
@@ -235,7 +240,7 @@ impl<'a> Coll<'a> {
         let s = self.st.step;
         self.st.step += 1;
         let pool = &self.rt.pool;
-        self.base + aux_offset(pool) + 64 + (s as usize % 2) * pool.scratch
+        self.base + scratch_offset(pool) + (s as usize % 2) * pool.scratch
     }
 
     fn scratch_len(&self) -> usize {
@@ -331,6 +336,107 @@ impl<'a> Coll<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The team sync that starts a data collective, carrying each PE's
+    /// [`Summary`] of the calls it has heard of on every message: the
+    /// rounds and partners of [`Coll::sync`], so the check adds no
+    /// message. Every PE ends with the summary of the whole team; if two
+    /// PEs' arguments differ, every PE returns the same
+    /// [`ShmemError::CollectiveMismatch`], before any data moves, after two
+    /// more syncs (around fetching the two calls' records, so that no PE
+    /// leaves the team, or the job, before every PE has the error in
+    /// hand).
+    ///
+    /// A message is a put-with-signal of the summary into the sender's
+    /// [`CELL`] on the receiver, next to the counter it increments: one
+    /// cache line, as for a bare signal. A sender sends to a receiver at
+    /// most once per sync; alternate syncs use alternate summary places of
+    /// the cell, and a sender reaches the same place again two syncs
+    /// later, which it cannot before the receiver has entered the next
+    /// sync, after reading this one.
+    fn sync_agree(&mut self, args: Args) -> Result<()> {
+        let (n, me) = (self.n(), self.me());
+        if n == 1 {
+            return Ok(());
+        }
+        let parity = (self.st.agree_step % 2) as usize;
+        self.st.agree_step += 1;
+        let at = 8 + parity * SUMMARY_LEN;
+        let mut sum = Summary::own(me, &args);
+        match self.barrier_algo() {
+            BarrierAlgo::Dissemination => {
+                let mut d = 1;
+                while d < n {
+                    self.send_summary((me + d) % n, at, &sum)?;
+                    sum.merge(&self.wait_summary((me + n - d) % n, at)?);
+                    d <<= 1;
+                }
+            }
+            BarrierAlgo::Tree => {
+                let kids = (me * TREE_RADIX + 1)..((me * TREE_RADIX + TREE_RADIX + 1).min(n));
+                for c in kids.clone() {
+                    sum.merge(&self.wait_summary(c, at)?);
+                }
+                if me != 0 {
+                    let parent = (me - 1) / TREE_RADIX;
+                    self.send_summary(parent, at, &sum)?;
+                    // The parent's summary is the whole team's.
+                    sum = self.wait_summary(parent, at)?;
+                }
+                for c in kids {
+                    self.send_summary(c, at, &sum)?;
+                }
+            }
+        }
+        match sum.disagreement() {
+            None => Ok(()),
+            Some((first, other)) => {
+                // Every PE found the same disagreement: each leaves its
+                // record, then all fetch the two that disagree.
+                let off = self.base + record_offset(&self.rt.pool);
+                self.write(off, &Record::new(me, self.call, args).encode());
+                self.sync()?;
+                let first = self.record_of(first, off)?;
+                let other = self.record_of(other, off)?;
+                self.sync()?;
+                let members = &self.t.members;
+                let world = |r: usize| members.get(r).copied().unwrap_or(r);
+                Err(mismatch(self.rt.my_pe(), self.call, &first, &other, world))
+            }
+        }
+    }
+
+    /// Sends `sum` to team PE `to` as one message, at byte `at` of this
+    /// PE's cell there.
+    #[inline]
+    fn send_summary(&self, to: usize, at: usize, sum: &Summary) -> Result<()> {
+        let cell = self.counter(self.me());
+        self.send(to, cell + at, &sum.encode())
+    }
+
+    /// Waits for the next message from team PE `from` and reads the
+    /// summary it carried at byte `at` of its cell.
+    #[inline]
+    fn wait_summary(&mut self, from: usize, at: usize) -> Result<Summary> {
+        self.wait(from)?;
+        let mut b = [0u8; SUMMARY_LEN];
+        b.copy_from_slice(self.seg(self.counter(from) + at, SUMMARY_LEN));
+        Ok(Summary::decode(&b))
+    }
+
+    /// The call record team PE `rank` left at `off` of its segment.
+    fn record_of(&self, rank: usize, off: usize) -> Result<Record> {
+        let mut b = [0u8; RECORD_LEN];
+        if rank == self.me() {
+            b.copy_from_slice(self.seg(off, RECORD_LEN));
+        } else {
+            self.rt
+                .conduit
+                .get(self.t.members[rank], off, &mut b)
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(Record::decode(&b))
     }
 
     // ----------------------------------------------------------------
