@@ -59,6 +59,45 @@ impl ConfigValue for ConduitKind {
     }
 }
 
+/// How the ofi conduit performs atomics (`FSHMEM_OFI_ATOMICS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OfiAtomics {
+    /// By the provider when it supports every operation and is trusted,
+    /// else as active messages.
+    #[default]
+    Auto,
+    /// Always as active messages.
+    Am,
+    /// By the provider whenever `fi_query_atomic` allows it.
+    Native,
+}
+
+impl ConfigValue for OfiAtomics {
+    fn parse_value(s: &str) -> Result<OfiAtomics, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(OfiAtomics::Auto),
+            "am" => Ok(OfiAtomics::Am),
+            "native" => Ok(OfiAtomics::Native),
+            _ => Err("auto, am or native".to_string()),
+        }
+    }
+    fn show_value(&self) -> String {
+        match self {
+            OfiAtomics::Auto => "auto",
+            OfiAtomics::Am => "am",
+            OfiAtomics::Native => "native",
+        }
+        .to_string()
+    }
+}
+
+fn check_ofi_name(v: &Option<String>) -> Result<(), String> {
+    match v {
+        Some(s) if s.contains('\0') => Err("a name fi_info -l lists".to_string()),
+        _ => Ok(()),
+    }
+}
+
 /// The faults a devsim board can inject (`FSHMEM_DEVSIM_FAULT`), for tests
 /// of the attach health check; `devsim board --fault` takes the same names.
 pub const DEVSIM_FAULTS: &[&str] = &["none", "get", "inline-put", "segment-put", "atomic"];
@@ -119,6 +158,14 @@ gasnet_core::config_table! {
             help "the devsim program that starts boards (default: devsim beside the launcher, then PATH)";
         devsim_impair: Option<Impair> = "FSHMEM_DEVSIM_IMPAIR", default "", Unset,
             help "devsim, tests only: loss=P,dup=P,reorder=P percent of link datagrams";
+        ofi_provider: Option<String> = "FSHMEM_OFI_PROVIDER", default "", Unset,
+            help "ofi: the provider as fi_info -l names it (tcp;ofi_rxm, shm, verbs;ofi_rxm; default: the first fi_getinfo offers)",
+            check check_ofi_name;
+        ofi_domain: Option<String> = "FSHMEM_OFI_DOMAIN", default "", Unset,
+            help "ofi: the domain (interface), e.g. lo (default: the provider's first)",
+            check check_ofi_name;
+        ofi_atomics: OfiAtomics = "FSHMEM_OFI_ATOMICS", default "auto", Plain,
+            help "ofi: atomics by the provider when it can and is trusted (auto), always as AMs (am), or by the provider whenever offered (native)";
         devsim_fault: String = "FSHMEM_DEVSIM_FAULT", default "none", Plain,
             help "devsim, tests only: inject a fault (get, inline-put, segment-put, atomic)",
             check |f: &String| check_fault(f);
@@ -153,7 +200,7 @@ gasnet_core::config_table! {
                 _ => Ok(()),
             };
         conduit: Option<ConduitKind> = "FSHMEM_CONDUIT", default "", Unset,
-            help "the conduit (smp, ipv6, fpga; default smp, or ipv6 under another launcher)";
+            help "the conduit (smp, ipv6, fpga, ofi; default smp, or ipv6 under another launcher)";
         bootstrap: Option<String> = "FSHMEM_BOOTSTRAP", default "", Unset,
             help "ipv6: host:port of the rendezvous server (set by oshrun --conduit ipv6)";
         launcher_fd: Option<usize> = "FSHMEM_LAUNCHER_FD", default "", Unset,
@@ -189,6 +236,6 @@ mod tests {
         }
         let e =
             JobVars::from_lookup(|k| (k == "FSHMEM_CONDUIT").then(|| "tcp".into())).unwrap_err();
-        assert!(e.to_string().contains("smp, ipv6 or fpga"), "{e}");
+        assert!(e.to_string().contains("smp, ipv6, fpga or ofi"), "{e}");
     }
 }

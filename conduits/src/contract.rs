@@ -307,6 +307,12 @@ pub trait Lifecycle: Sized {
 
     /// Ends the whole job with `status`, from any PE, without a collective.
     fn global_exit(&self, status: i32) -> !;
+
+    /// What this PE's conduit uses, in one line, for `SHMEM_INFO` (a
+    /// provider, an address, a board); empty when there is nothing to say.
+    fn describe(&self) -> String {
+        String::new()
+    }
 }
 
 /// The whole contract: what the layers above need from a conduit.

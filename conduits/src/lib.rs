@@ -10,6 +10,8 @@
 //!   hosts, bootstrapped by [`bootstrap`] (rendezvous, PMI-1, Slurm).
 //! - [`fpga`]: a BAR-mapped board, or its software model `devsim`
 //!   ([`fpga::devsim`]) whose BARs are files.
+//! - [`ofi`]: libfabric (loaded at run time): the provider's RMA and
+//!   atomics, active messages as fabric messages.
 //!
 //! Each conduit sits behind a cargo feature of the same name (all on by
 //! default). The contract (`spec/conduit.md`, version 2) is a few narrow
@@ -30,7 +32,11 @@ pub mod fpga;
 #[cfg(feature = "ipv6")]
 pub mod ipv6;
 pub mod job;
+#[cfg(feature = "ofi")]
+pub mod ofi;
 mod registry;
+#[cfg(any(feature = "ipv6", feature = "ofi"))]
+mod segment;
 #[cfg(feature = "smp")]
 pub mod smp;
 pub mod wait;
@@ -48,6 +54,8 @@ pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 #[cfg(feature = "ipv6")]
 pub use ipv6::Ipv6Conduit;
 pub use job::JobEnv;
+#[cfg(feature = "ofi")]
+pub use ofi::OfiConduit;
 pub use registry::{AnyConduit, ConduitKind};
 #[cfg(feature = "smp")]
 pub use smp::SmpConduit;

@@ -10,6 +10,8 @@
 //! line below. A conduit whose feature is off is still a [`ConduitKind`]
 //! (its name parses), but attaching to it fails naming the feature.
 
+// Without any conduit feature some of these go unused.
+#[allow(unused_imports)]
 use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
     SignalOp,
@@ -48,7 +50,7 @@ macro_rules! declare_conduits {
                 match self { $( ConduitKind::$variant => cfg!(feature = $feature), )* }
             }
 
-            /// The names of all conduits, for messages: `smp, ipv6 or fpga`.
+            /// The names of all conduits, for messages: `smp, ipv6, fpga or ofi`.
             pub fn names() -> String {
                 let v: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
                 match v.split_last() {
@@ -94,6 +96,7 @@ macro_rules! declare_conduits {
             /// configured by `settings` (which also sets the process-wide
             /// wait timeout, [`crate::wait::set_timeout`]). Collective over
             /// the job.
+            #[allow(unused_variables)]
             pub fn attach(
                 job: &JobEnv,
                 segment: SegmentRequest,
@@ -128,6 +131,11 @@ macro_rules! declare_conduits {
             /// Ends the whole job ([`Lifecycle::global_exit`]).
             pub fn global_exit(&self, status: i32) -> ! {
                 match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.global_exit(status), )* }
+            }
+
+            /// What the conduit uses, for `SHMEM_INFO` ([`Lifecycle::describe`]).
+            pub fn describe(&self) -> String {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.describe(), )* }
             }
         }
 
@@ -271,10 +279,7 @@ macro_rules! declare_conduits {
     };
 }
 
-// The conduits. Add a line here (and a feature in Cargo.toml) to add one;
-// the ofi conduit goes here as
-//     /// libfabric (OFI) fabrics.
-//     Ofi = "ofi", feature "ofi", crate::ofi::OfiConduit;
+// The conduits. Add a line here (and a feature in Cargo.toml) to add one.
 declare_conduits! {
     /// Shared-memory emulator: every PE of the job on this host.
     Smp = "smp", feature "smp", crate::smp::SmpConduit;
@@ -282,6 +287,8 @@ declare_conduits! {
     Ipv6 = "ipv6", feature "ipv6", crate::ipv6::Ipv6Conduit;
     /// FPGA board (or devsim) reached through its BARs.
     Fpga = "fpga", feature "fpga", crate::fpga::FpgaConduit;
+    /// libfabric (OFI) fabrics: verbs, cxi, efa, tcp, shm.
+    Ofi = "ofi", feature "ofi", crate::ofi::OfiConduit;
 }
 
 impl Default for ConduitKind {
@@ -307,6 +314,6 @@ mod tests {
         }
         let e = "tcp".parse::<ConduitKind>().unwrap_err().to_string();
         assert!(e.contains("FSHMEM_CONDUIT=\"tcp\""), "{e}");
-        assert!(e.contains("smp, ipv6 or fpga"), "{e}");
+        assert!(e.contains("smp, ipv6, fpga or ofi"), "{e}");
     }
 }

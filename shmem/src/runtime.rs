@@ -382,6 +382,10 @@ impl Runtime {
         }
         if self.me == 0 && c.info {
             print!("{}", c.info_table());
+            let what = self.conduit.describe();
+            if !what.is_empty() {
+                println!("fshmem {} conduit: {what}", self.conduit.kind());
+            }
         }
         if c.debug {
             conduits::report!(

@@ -251,7 +251,8 @@ fn a_bad_conduit_variable_is_an_error_naming_it() {
     );
     assert_eq!(out.code(), Some(2), "{out:?}");
     assert!(
-        out.stderr.contains("FSHMEM_CONDUIT=\"tcp\"") && out.stderr.contains("smp, ipv6 or fpga"),
+        out.stderr.contains("FSHMEM_CONDUIT=\"tcp\"")
+            && out.stderr.contains("smp, ipv6, fpga or ofi"),
         "{out:?}"
     );
     // A good one is used: the PEs see it.

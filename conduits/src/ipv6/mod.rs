@@ -83,7 +83,6 @@ mod batch;
 pub(crate) mod net;
 mod progress;
 pub mod reliable;
-mod segment;
 
 pub use gasnet_core::impair::Impair;
 
@@ -95,6 +94,7 @@ use crate::contract::{
 };
 use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
+use crate::segment::{SegMemory, Segment};
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use gasnet_core::NodeId;
@@ -103,7 +103,6 @@ use gasnet_core::engine::{
 };
 use net::{Endpoint, EventFd};
 use progress::{Core, NO_EXIT};
-use segment::{SegMemory, Segment};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV6, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};

@@ -12,10 +12,10 @@
 
 use super::batch::{RecvBatch, SendBatch};
 use super::reliable::{PeerSilent, Transport};
-use super::segment::SegMemory;
 use super::{Outcome, Shared, Want};
 use crate::config::BatchMode;
 use crate::error::ConduitError;
+use crate::segment::SegMemory;
 use gasnet_core::engine::{Command, Completion, Engine, Status};
 use gasnet_core::impair::{Impair, Impairer};
 use gasnet_core::{AmError, HandlerFn};

@@ -43,8 +43,8 @@ Environment set for every PE:
   FSHMEM_SIZE      the number of PEs, N
   FSHMEM_JOB_ID    the job id (names the job's shared memory,
                    /dev/shm/fshmem-<job>-*)
-  FSHMEM_CONDUIT   the conduit (smp, ipv6 or fpga)
-  FSHMEM_BOOTSTRAP with --conduit ipv6: the [::1]:port of the rendezvous
+  FSHMEM_CONDUIT   the conduit (smp, ipv6, fpga or ofi)
+  FSHMEM_BOOTSTRAP with --conduit ipv6 or ofi: the [::1]:port of the rendezvous
                    server oshrun runs for the job
   FSHMEM_FPGA_DEVICE  fpga: the PE's devsim board directory
                    (/dev/shm/fshmem-<job>-board<rank>/, removed at the end)
@@ -100,8 +100,9 @@ struct Cli {
     )]
     np: u32,
 
-    /// Transport the PEs use: smp, ipv6 over [::1], or fpga on devsim
-    /// boards started for the job (default: FSHMEM_CONDUIT, else smp).
+    /// Transport the PEs use: smp, ipv6 over [::1], fpga on devsim boards
+    /// started for the job, or ofi (libfabric; FSHMEM_OFI_PROVIDER chooses
+    /// the provider) (default: FSHMEM_CONDUIT, else smp).
     #[arg(long, value_name = "CONDUIT", value_parser = parse_conduit)]
     conduit: Option<ConduitKind>,
 
@@ -243,7 +244,7 @@ fn run(cli: Cli) -> Result<u8, String> {
     // The ipv6 job's rendezvous server; it ends by itself once every PE
     // left (or one failed), and with oshrun in any case.
     let rendezvous = match conduit {
-        ConduitKind::Ipv6 => {
+        ConduitKind::Ipv6 | ConduitKind::Ofi => {
             let any: std::net::SocketAddr = "[::1]:0".parse().expect("literal address");
             let server = Server::start(any, n, BOOTSTRAP_TIMEOUT)
                 .map_err(|e| format!("cannot start the ipv6 bootstrap server on [::1]: {e}"))?;

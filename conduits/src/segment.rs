@@ -1,10 +1,11 @@
-//! The local segment of an ipv6 PE: a shared mapping of a memfd that the
-//! application loads and stores directly and the progress thread's engine
-//! serves remote puts, gets and atomics from (one mapping, shared through
-//! an `Arc`). The memfd stays open so that a layer can map part of the
-//! segment a second time ([`crate::Conduit::segment_backing`]; the C ABI
-//! maps the program's static data there): both mappings name the same
-//! pages.
+//! The local segment of a PE whose segment is host memory served by an
+//! engine (the ipv6 and ofi conduits): a shared mapping of a memfd (or of
+//! another conduit's segment file, [`Segment::over`]) that the application
+//! loads and stores directly and the progress thread's engine serves
+//! remote puts, gets and atomics from (one mapping, shared through an
+//! `Arc`). The file stays open so that a layer can map part of the segment
+//! a second time ([`crate::Segments::segment_backing`]; the C ABI maps the
+//! program's static data there): both mappings name the same pages.
 
 use crate::aligned::AlignedMap;
 use crate::error::{ConduitError, Result};
