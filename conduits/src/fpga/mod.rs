@@ -715,8 +715,7 @@ impl FpgaConduit {
     fn slow_checks(&self) -> Result<()> {
         let exit = self.load64(self.layout.exit_word());
         if exit != 0 {
-            crate::wait::note_job_exit();
-            std::process::exit((exit & 0xFF) as i32);
+            crate::wait::exit_job((exit & 0xFF) as i32);
         }
         let bar0 = &self.board.bar0;
         if bar0.read32(regs::ERR_STATUS) & err::PEER_TIMEOUT != 0 {
@@ -1732,8 +1731,7 @@ impl Lifecycle for FpgaConduit {
             );
         }
         let _ = self.quiet(CtxId::DEFAULT);
-        crate::wait::note_job_exit();
-        std::process::exit(status)
+        crate::wait::exit_job(status)
     }
 }
 

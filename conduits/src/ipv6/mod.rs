@@ -988,7 +988,17 @@ impl ActiveMessages for Ipv6Conduit {
 impl JobBootstrap for Ipv6Conduit {
     fn barrier(&self) -> Result<()> {
         self.quiet(CtxId::DEFAULT)?;
-        self.boot().barrier()?;
+        let r = self.boot().barrier();
+        if r.is_err() {
+            // A PE that ends the job leaves only once its exit request was
+            // acknowledged: if the bootstrap reports it gone, the request
+            // arrived first, and the job's status is the one it asked for.
+            let status = self.shared.exit_status.load(Ordering::Acquire);
+            if status != NO_EXIT {
+                crate::wait::exit_job(status as i32);
+            }
+        }
+        r?;
         self.check_failed()
     }
 
@@ -1027,7 +1037,7 @@ impl Lifecycle for Ipv6Conduit {
     fn global_exit(&self, status: i32) -> ! {
         crate::wait::note_job_exit();
         self.broadcast_exit(status);
-        std::process::exit(status)
+        crate::wait::exit_job(status)
     }
 }
 

@@ -190,8 +190,7 @@ impl Core {
             // The job ends: this exit is not a PE failure (the runtime's
             // exit hook must not turn status 0 into "exited without
             // finalize").
-            crate::wait::note_job_exit();
-            std::process::exit(status as i32);
+            crate::wait::exit_job(status as i32);
         }
         // Liveness.
         if !self.failed

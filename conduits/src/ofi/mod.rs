@@ -119,6 +119,8 @@ pub struct OfiConduit {
     next_tag: AtomicU64,
     /// The last context id handed out (contexts need no state here).
     last_ctx: AtomicU32,
+    /// The status a peer's global exit asked for ([`NO_EXIT`]: none).
+    exit_status: Arc<AtomicI64>,
     finalized: AtomicBool,
     describe: String,
 }
@@ -276,6 +278,7 @@ impl OfiConduit {
             native_atomics,
             next_tag: AtomicU64::new(1),
             last_ctx: AtomicU32::new(0),
+            exit_status,
             finalized: AtomicBool::new(false),
             describe,
         };
@@ -551,8 +554,7 @@ fn progress_thread(
             if let Ok(mut c) = core.try_lock() {
                 c.drain(Duration::from_millis(200));
             }
-            crate::wait::note_job_exit();
-            std::process::exit(status as i32);
+            crate::wait::exit_job(status as i32);
         }
         let now = Instant::now();
         if now.duration_since(last_check) >= Duration::from_millis(20) {
@@ -981,7 +983,17 @@ impl ActiveMessages for OfiConduit {
 impl JobBootstrap for OfiConduit {
     fn barrier(&self) -> Result<()> {
         self.quiet_all()?;
-        self.boot().barrier()?;
+        let r = self.boot().barrier();
+        if r.is_err() {
+            // A PE that ends the job leaves only once its exit request was
+            // acknowledged: if the bootstrap reports it gone, the request
+            // arrived first, and the job's status is the one it asked for.
+            let status = self.exit_status.load(Ordering::Acquire);
+            if status != NO_EXIT {
+                crate::wait::exit_job(status as i32);
+            }
+        }
+        r?;
         self.live(&lock(&self.core))
     }
 
@@ -1021,7 +1033,7 @@ impl Lifecycle for OfiConduit {
     fn global_exit(&self, status: i32) -> ! {
         crate::wait::note_job_exit();
         self.broadcast_exit(status);
-        std::process::exit(status)
+        crate::wait::exit_job(status)
     }
 
     /// The provider, fabric and domain in use and how atomics travel.
