@@ -1,7 +1,7 @@
 //! Typed configuration tables: the machinery every layer declares its
 //! variables with, each exactly once.
 //!
-//! A layer declares a table with [`config_table!`]: one row per variable
+//! A layer declares a table with [`config_table!`](crate::config_table): one row per variable
 //! (the struct field, its type, the environment variable, its default as
 //! text, the [`Codec`] that parses and formats it, one line of help, and
 //! optionally a range check). The macro yields the struct, its row list
@@ -123,7 +123,7 @@ impl Codec<u64> for Size {
 
 /// Reads one variable through `get`: its value if set and not blank, else
 /// `default`, parsed by `C` and checked by `check`. Used by
-/// [`config_table!`].
+/// [`config_table!`](crate::config_table).
 pub fn read<T, C: Codec<T>>(
     get: &dyn Fn(&str) -> Option<String>,
     var: &'static str,
