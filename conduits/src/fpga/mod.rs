@@ -110,7 +110,6 @@ use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
 use crate::liveness::{host_name, process_alive, root_of};
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use bar::{Board, Device};
 use gasnet_core::cmd::{
     self, AmBody, Args, Common, Completion, Descriptor, Inline, Local, MAX_INLINE, RxEntry, ctrl,
@@ -118,6 +117,7 @@ use gasnet_core::cmd::{
 };
 use gasnet_core::engine::layout::engine_owned;
 use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, NodeId, ReplySink, Token};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use queue::Rings;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -1699,7 +1699,11 @@ impl Lifecycle for FpgaConduit {
     /// own in the board's DDR (a board cannot serve host memory:
     /// [`SegmentRequest::Over`] is refused). Collective: ends with a
     /// barrier over the job.
-    fn attach(job: &JobEnv, segment: SegmentRequest, settings: &crate::Settings) -> Result<Self> {
+    fn attach(
+        job: &JobEnv,
+        segment: SegmentRequest,
+        settings: &crate::config::Settings,
+    ) -> Result<Self> {
         let SegmentRequest::Own(segment_len) = segment else {
             return Err(ConduitError::Unsupported(
                 "fpga: a board's segment lives in its DDR; it cannot attach over host memory",

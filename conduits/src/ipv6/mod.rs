@@ -86,8 +86,8 @@ use gasnet_core::reliable;
 
 pub use gasnet_core::impair::Impair;
 
-use crate::Settings;
 use crate::bootstrap::{self, Bootstrap};
+use crate::config::Settings;
 use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
     SignalOp,
@@ -96,11 +96,11 @@ use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
 use crate::segment::{SegMemory, Segment};
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use gasnet_core::NodeId;
 use gasnet_core::engine::{
     Command, Completion, Config as EngineConfig, Engine, GetInto, PutSource,
 };
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use net::{Endpoint, EventFd};
 use progress::{Core, NO_EXIT};
 use std::collections::HashMap;

@@ -68,9 +68,9 @@ pub mod sys;
 pub use setup::UNTRUSTED_ATOMICS;
 
 use self::core::{AmoSlot, Core, Hold, Waiter};
-use crate::Settings;
 use crate::bootstrap::{self, Bootstrap};
 use crate::config::OfiAtomics as Atomics;
+use crate::config::Settings;
 use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
     SignalOp,
@@ -79,10 +79,10 @@ use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
 use crate::segment::{SegMemory, Segment};
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use fabric::Fabric;
 use gasnet_core::NodeId;
 use gasnet_core::engine::{Command, Config as EngineConfig, Engine};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use setup::{Card, fi_amo};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

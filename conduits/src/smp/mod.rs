@@ -84,10 +84,10 @@ use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
 use crate::liveness::{process_alive, root_of};
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use ctl::{Ctl, Layout, state};
 use gasnet_core::am::check_shape;
 use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, ReplySink, Token};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use ring::{Header, Received, Ring};
 use shm::Region;
 use std::sync::RwLock;
@@ -245,7 +245,12 @@ impl SmpConduit {
         // 2. This PE's segment.
         let seg_path = shm::job_file(&job.job_id, &rank.to_string());
         let (seg_file, seg_guard) = shm::create(&seg_path, segment_len.max(1))?;
-        let own = Region::map_aligned(&seg_file, segment_len, crate::SEGMENT_ALIGN, &seg_path)?;
+        let own = Region::map_aligned(
+            &seg_file,
+            segment_len,
+            crate::aligned::SEGMENT_ALIGN,
+            &seg_path,
+        )?;
 
         let mut conduit = SmpConduit {
             rank,
@@ -290,7 +295,8 @@ impl SmpConduit {
                     "smp: PE {pe}'s segment is {len} bytes, expected {segment_len}"
                 )));
             }
-            let region = Region::map_aligned(&file, segment_len, crate::SEGMENT_ALIGN, &path)?;
+            let region =
+                Region::map_aligned(&file, segment_len, crate::aligned::SEGMENT_ALIGN, &path)?;
             conduit.segs[pe] = region.ptr();
             conduit._maps.push(region);
         }
@@ -958,7 +964,11 @@ impl Lifecycle for SmpConduit {
     /// Joins the job with a segment of its own (`SegmentRequest::Own`): the
     /// smp conduit allocates every segment it maps and cannot serve one it
     /// did not allocate. Needs no settings.
-    fn attach(job: &JobEnv, segment: SegmentRequest, _settings: &crate::Settings) -> Result<Self> {
+    fn attach(
+        job: &JobEnv,
+        segment: SegmentRequest,
+        _settings: &crate::config::Settings,
+    ) -> Result<Self> {
         match segment {
             SegmentRequest::Own(len) => SmpConduit::attach_len(job, len),
             SegmentRequest::Over(_) => Err(ConduitError::Unsupported(
