@@ -49,7 +49,12 @@ fn open_mpi_mpirun_bootstraps_over_pmix_at_1_2_4_5_pes() {
     // The ofi conduit under the same launcher.
     let out = run(
         mpirun(4)
-            .args(["-x", "FSHMEM_CONDUIT=ofi", "-x", "FSHMEM_OFI_PROVIDER=tcp;ofi_rxm"])
+            .args([
+                "-x",
+                "FSHMEM_CONDUIT=ofi",
+                "-x",
+                "FSHMEM_OFI_PROVIDER=tcp;ofi_rxm",
+            ])
             .args(["-x", "FSHMEM_OFI_DOMAIN=lo"])
             .arg(example("api_check")),
         TIMEOUT,
