@@ -107,6 +107,8 @@ pub struct OfiConduit {
     thread: Mutex<Option<JoinHandle<()>>>,
     boot: Arc<Mutex<Box<dyn Bootstrap>>>,
     native_atomics: bool,
+    /// Set by the exit handler: a peer called global_exit with it.
+    exit_status: Arc<AtomicI64>,
     next_tag: AtomicU64,
     finalized: AtomicBool,
     describe: String,
@@ -270,6 +272,7 @@ impl OfiConduit {
             thread: Mutex::new(Some(thread)),
             boot,
             native_atomics,
+            exit_status,
             next_tag: AtomicU64::new(1),
             finalized: AtomicBool::new(false),
             describe,
@@ -530,6 +533,28 @@ impl OfiConduit {
         }
         c.submit(tag, cmd, waiter);
         Ok(tag)
+    }
+
+    /// A bootstrap collective failed: if that is because a peer ended the
+    /// job with global_exit (its exit request was delivered before it
+    /// left, but may still sit unread in the provider), leave with that
+    /// status instead of reporting a failure.
+    fn exit_if_asked<T>(&self, r: Result<T>) -> Result<T> {
+        let e = match r {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        let end = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < end {
+            let status = self.exit_status.load(Ordering::Acquire);
+            if status != NO_EXIT {
+                crate::wait::note_job_exit();
+                std::process::exit(status as i32);
+            }
+            lock(&self.core).progress();
+            std::thread::yield_now();
+        }
+        Err(e)
     }
 
     fn broadcast_exit(&self, status: i32) {
@@ -924,7 +949,8 @@ impl Conduit for OfiConduit {
 
     fn barrier(&self) -> Result<()> {
         self.quiet()?;
-        self.boot().barrier()?;
+        let r = self.boot().barrier();
+        self.exit_if_asked(r)?;
         self.live(&lock(&self.core))
     }
 
@@ -935,7 +961,8 @@ impl Conduit for OfiConduit {
                 mine.len()
             )));
         }
-        self.boot().allgather(mine)
+        let r = self.boot().allgather(mine);
+        self.exit_if_asked(r)
     }
 
     fn global_exit(&self, status: i32) -> ! {
