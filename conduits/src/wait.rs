@@ -85,6 +85,22 @@ pub fn note_job_exit() {
     JOB_EXITING.store(true, Ordering::SeqCst);
 }
 
+/// Ends the process with `status` because the job ends (a global exit from
+/// this PE or another): records it ([`note_job_exit`]) and exits. Only the
+/// first thread to call it exits; any other caller (a progress thread and
+/// an application thread may both learn of the end) waits for the process
+/// to go, since two concurrent `exit` calls are undefined.
+pub fn exit_job(status: i32) -> ! {
+    static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    note_job_exit();
+    if EXITING.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+    std::process::exit(status)
+}
+
 /// Whether [`note_job_exit`] was called.
 pub fn job_exiting() -> bool {
     JOB_EXITING.load(Ordering::SeqCst)

@@ -93,7 +93,6 @@ pub use sym::SymVec;
 pub use team::{Team, TeamConfig};
 pub use wait::Cmp;
 
-use conduits::Conduit;
 use runtime::{Runtime, with_runtime};
 use std::ptr::NonNull;
 

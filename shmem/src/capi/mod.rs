@@ -45,7 +45,6 @@ use crate::ctx::CtxOptions;
 use crate::error::{Result, ShmemError};
 use crate::runtime::Runtime;
 use crate::team::{Team, TeamState};
-use conduits::Conduit;
 use std::ffi::c_int;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
