@@ -1,0 +1,300 @@
+//! Test support: RTL boards brought up as a host does, a host-side view of
+//! their queues, and a network that joins several boards cycle by cycle.
+
+#![allow(dead_code)]
+
+use fshmem_hw::{Board, BoardConfig};
+use gasnet_core::cmd::{self, Completion, RxEntry, ctrl, regs, status};
+use std::collections::VecDeque;
+
+/// Segment base, segment size and bounce area used by the tests (BAR2
+/// offsets): a 1 MiB segment at 0, the bounce buffers right after it.
+pub const SEG_BASE: u64 = 0;
+pub const SEG_SIZE: u64 = 1 << 20;
+pub const RX_BOUNCE: u64 = 1 << 20;
+/// BAR2 window of a test board.
+pub const WINDOW: u64 = 2 << 20;
+
+/// The host's side of one board: ring indices and phases it keeps.
+pub struct Host {
+    pub board: Board<Vec<u8>>,
+    pub sq_tail: u32,
+    pub cq_head: u32,
+    pub cq_phase: bool,
+    pub rq_head: u32,
+    pub rq_phase: bool,
+}
+
+impl Host {
+    /// A board of node `node` of `nodes`, reset, configured and enabled.
+    pub fn new(node: u16, nodes: u16, cfg: BoardConfig) -> Host {
+        let cfg = BoardConfig { node, nodes, ..cfg };
+        let board = Board::new(cfg, vec![0u8; WINDOW as usize]).expect("model");
+        let mut h = Host {
+            board,
+            sq_tail: 0,
+            cq_head: 0,
+            cq_phase: true,
+            rq_head: 0,
+            rq_phase: true,
+        };
+        h.bring_up(node, nodes);
+        h
+    }
+
+    /// spec/registers.md section 6.4.
+    pub fn bring_up(&mut self, node: u16, nodes: u16) {
+        let b = &mut self.board;
+        assert_eq!(b.read32(regs::MAGIC), cmd::MAGIC);
+        assert_eq!(b.read32(regs::VERSION), cmd::VERSION);
+        b.write32(regs::CTRL, ctrl::RESET);
+        while b.read32(regs::CTRL) & ctrl::RESET != 0 {}
+        b.write32(regs::NODE_ID, node as u32);
+        b.write32(regs::NODE_COUNT, nodes as u32);
+        b.write64(regs::SEG_BASE_LO, SEG_BASE);
+        b.write64(regs::SEG_SIZE_LO, SEG_SIZE);
+        b.write64(regs::RX_BOUNCE_LO, RX_BOUNCE);
+        b.write32(regs::CTRL, ctrl::ENABLE);
+        assert_ne!(
+            b.read32(regs::STATUS) & status::READY,
+            0,
+            "board did not enable"
+        );
+        self.sq_tail = 0;
+        self.cq_head = 0;
+        self.cq_phase = true;
+        self.rq_head = 0;
+        self.rq_phase = true;
+    }
+
+    /// Writes the slots of one descriptor at the tail and rings the doorbell.
+    pub fn submit(&mut self, slots: &[[u8; 64]]) {
+        for s in slots {
+            self.write_slot(s);
+        }
+        self.board.write32(regs::DOORBELL, self.sq_tail);
+    }
+
+    /// Writes one slot at the tail without ringing the doorbell.
+    pub fn write_slot(&mut self, s: &[u8; 64]) {
+        let at = regs::SQ_RING + 64 * self.sq_tail as usize;
+        for w in 0..16 {
+            let v = u32::from_le_bytes([s[4 * w], s[4 * w + 1], s[4 * w + 2], s[4 * w + 3]]);
+            self.board.write32(at + 4 * w, v);
+        }
+        self.sq_tail = (self.sq_tail + 1) % cmd::SQ_ENTRIES;
+    }
+
+    /// Rings the doorbell with the current tail.
+    pub fn doorbell(&mut self) {
+        self.board.write32(regs::DOORBELL, self.sq_tail);
+    }
+
+    /// The raw bytes of completion entry `i`.
+    pub fn cq_entry(&mut self, i: u32) -> [u8; 32] {
+        let mut e = [0u8; 32];
+        let at = regs::CQ_RING + 32 * i as usize;
+        for w in 0..8 {
+            e[4 * w..4 * w + 4].copy_from_slice(&self.board.read32(at + 4 * w).to_le_bytes());
+        }
+        e
+    }
+
+    /// The next completion entry's bytes, if the board has written it.
+    pub fn poll_cq_raw(&mut self) -> Option<[u8; 32]> {
+        let at = regs::CQ_RING + 32 * self.cq_head as usize;
+        let w = self.board.read32(at + 28);
+        if (w >> 24 & 1 == 1) != self.cq_phase {
+            return None;
+        }
+        let e = self.cq_entry(self.cq_head);
+        self.cq_head = (self.cq_head + 1) % cmd::CQ_ENTRIES;
+        if self.cq_head == 0 {
+            self.cq_phase = !self.cq_phase;
+        }
+        self.board.write32(regs::CQ_HEAD, self.cq_head);
+        Some(e)
+    }
+
+    /// The next completion, decoded.
+    pub fn poll_cq(&mut self) -> Option<Completion> {
+        self.poll_cq_raw()
+            .map(|e| Completion::decode(&e).expect("completion decodes"))
+    }
+
+    /// The raw bytes of receive entry `i`.
+    pub fn rq_entry(&mut self, i: u32) -> [u8; 128] {
+        let mut e = [0u8; 128];
+        let at = regs::RQ_RING + 128 * i as usize;
+        for w in 0..32 {
+            e[4 * w..4 * w + 4].copy_from_slice(&self.board.read32(at + 4 * w).to_le_bytes());
+        }
+        e
+    }
+
+    /// The next receive entry's bytes and its slot, if written.
+    pub fn poll_rq_raw(&mut self) -> Option<(u32, [u8; 128])> {
+        let at = regs::RQ_RING + 128 * self.rq_head as usize;
+        let w = self.board.read32(at);
+        if (w >> 8 & 1 == 1) != self.rq_phase {
+            return None;
+        }
+        let slot = self.rq_head;
+        let e = self.rq_entry(slot);
+        self.rq_head = (self.rq_head + 1) % cmd::RQ_ENTRIES;
+        if self.rq_head == 0 {
+            self.rq_phase = !self.rq_phase;
+        }
+        self.board.write32(regs::RQ_HEAD, self.rq_head);
+        Some((slot, e))
+    }
+
+    /// The next receive entry, decoded.
+    pub fn poll_rq(&mut self) -> Option<(u32, RxEntry)> {
+        self.poll_rq_raw()
+            .map(|(s, e)| (s, RxEntry::decode(&e).expect("receive entry decodes")))
+    }
+
+    /// Segment bytes.
+    pub fn seg(&self, offset: u64, len: usize) -> &[u8] {
+        let a = (SEG_BASE + offset) as usize;
+        &self.board.dram()[a..a + len]
+    }
+
+    /// Host stores into the segment through the BAR2 window.
+    pub fn seg_write(&mut self, offset: u64, data: &[u8]) {
+        let a = (SEG_BASE + offset) as usize;
+        self.board.dram_mut()[a..a + data.len()].copy_from_slice(data);
+    }
+}
+
+/// Link impairment for a [`Net`]: percentages of frames dropped, duplicated,
+/// and delayed by up to `reorder_cycles` (reordering them).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Impair {
+    pub loss: u32,
+    pub dup: u32,
+    pub reorder: u32,
+    pub reorder_cycles: u64,
+}
+
+struct InFlight {
+    due: u64,
+    dst: usize,
+    port: usize,
+    frame: Vec<u8>,
+}
+
+/// Boards joined as devsim joins them: a full mesh in which the pair (s, d)
+/// uses port d mod 2 of board s and port s mod 2 of board d, with a fixed
+/// latency in cycles per frame.
+pub struct Net {
+    pub hosts: Vec<Host>,
+    pub latency: u64,
+    pub impair: Impair,
+    rng: u64,
+    flight: VecDeque<InFlight>,
+    /// Every frame that left a board: (source board, bytes).
+    pub sent: Vec<(usize, Vec<u8>)>,
+    pub keep_sent: bool,
+    cycle: u64,
+}
+
+impl Net {
+    pub fn new(n: usize, cfg: BoardConfig, latency: u64) -> Net {
+        Net {
+            hosts: (0..n).map(|i| Host::new(i as u16, n as u16, cfg)).collect(),
+            latency,
+            impair: Impair::default(),
+            rng: 0x1234_5678_9ABC_DEF1,
+            flight: VecDeque::new(),
+            sent: Vec::new(),
+            keep_sent: false,
+            cycle: 0,
+        }
+    }
+
+    fn chance(&mut self, pct: u32) -> bool {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        pct > 0 && (self.rng % 100) < pct as u64
+    }
+
+    /// One cycle of every board, then frames moved between them.
+    pub fn cycle(&mut self) {
+        for h in &mut self.hosts {
+            h.board.cycle();
+        }
+        self.cycle += 1;
+        self.route();
+    }
+
+    fn route(&mut self) {
+        let n = self.hosts.len();
+        for s in 0..n {
+            for port in 0..2 {
+                while let Some(f) = self.hosts[s].board.pop_frame(port) {
+                    if self.keep_sent {
+                        self.sent.push((s, f.clone()));
+                    }
+                    let dst = if f.len() >= 8 {
+                        u16::from_be_bytes([f[6], f[7]]) as usize
+                    } else {
+                        continue;
+                    };
+                    if dst >= n {
+                        continue;
+                    }
+                    if self.chance(self.impair.loss) {
+                        continue;
+                    }
+                    let copies = if self.chance(self.impair.dup) { 2 } else { 1 };
+                    for _ in 0..copies {
+                        let extra = if self.chance(self.impair.reorder) {
+                            1 + self.rng % self.impair.reorder_cycles.max(1)
+                        } else {
+                            0
+                        };
+                        self.flight.push_back(InFlight {
+                            due: self.cycle + self.latency + extra,
+                            dst,
+                            port: s % 2,
+                            frame: f.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        let mut keep = VecDeque::new();
+        while let Some(f) = self.flight.pop_front() {
+            if f.due <= self.cycle {
+                self.hosts[f.dst].board.push_frame(f.port, f.frame);
+            } else {
+                keep.push_back(f);
+            }
+        }
+        self.flight = keep;
+    }
+
+    /// Whether frames are on the wire or any board is busy.
+    pub fn busy(&self) -> bool {
+        !self.flight.is_empty() || self.hosts.iter().any(|h| h.board.busy())
+    }
+
+    /// Clocks until nothing is busy for `quiet` cycles in a row, at most
+    /// `limit` cycles; returns the cycles run. Panics at the limit.
+    pub fn settle(&mut self, limit: u64) -> u64 {
+        let start = self.cycle;
+        let mut quiet = 0;
+        while quiet < 64 {
+            self.cycle();
+            quiet = if self.busy() { 0 } else { quiet + 1 };
+            assert!(
+                self.cycle - start < limit,
+                "network still busy after {limit} cycles"
+            );
+        }
+        self.cycle - start
+    }
+}
