@@ -15,6 +15,7 @@ pub mod amo;
 pub mod cmd;
 pub mod crc;
 pub mod engine;
+pub mod spec_examples;
 pub mod types;
 pub mod wire;
 

@@ -36,13 +36,24 @@ module fs_desc_decode (
         hb = head[8*i +: 8];
     endfunction
 
-    // First non-zero byte of slot s within [from, to): {found, offset}.
-    function [7:0] first_nz(input [511:0] s, input integer from, input integer to);
+    // One bit per byte of each slot: the byte is not zero.
+    reg [63:0] nzh, nzc;
+    integer b;
+    always @* begin
+        for (b = 0; b < 64; b = b + 1) begin
+            nzh[b] = head[8*b +: 8] != 8'd0;
+            nzc[b] = cont[8*b +: 8] != 8'd0;
+        end
+    end
+
+    // First non-zero byte within [from, to) of a slot's non-zero map:
+    // {found, offset}.
+    function [7:0] first_nz(input [63:0] nz, input integer from, input integer to);
         integer i;
         begin
             first_nz = 8'h00;
             for (i = 63; i >= 0; i = i - 1)
-                if (i >= from && i < to && s[8*i +: 8] != 8'd0) first_nz = {1'b1, i[6:0]};
+                if (i >= from && i < to && nz[i]) first_nz = {1'b1, i[6:0]};
         end
     endfunction
 
@@ -104,12 +115,12 @@ module fs_desc_decode (
         end else if ((fl & ~allowed) != 8'd0) begin
             status = `ST_BADFLAGS; detail = {24'd0, fl & ~allowed};
         end else if (op == `OP_NOP || op == `OP_FENCE) begin
-            z = first_nz(head, 2, 4);
-            if (!z[7]) z = first_nz(head, 8, 64);
+            z = first_nz(nzh, 2, 4);
+            if (!z[7]) z = first_nz(nzh, 8, 64);
             if (z[7]) begin status = `ST_RESERVED; detail = {25'd0, z[6:0]}; end
             else bad = 1'b0;
         end else if (op == `OP_PUT || op == `OP_GET) begin
-            z = first_nz(head, 8, 12);
+            z = first_nz(nzh, 8, 12);
             if (z[7]) begin
                 status = `ST_RESERVED; detail = {25'd0, z[6:0]};
             end else if (fl[3]) begin
@@ -118,15 +129,15 @@ module fs_desc_decode (
                 end else if (len > 32'd32) begin
                     status = `ST_BADLENGTH; detail = len;
                 end else begin
-                    z = first_nz(head, 16, 24);
-                    if (!z[7]) z = first_nz(head, 32 + len, 64);
+                    z = first_nz(nzh, 16, 24);
+                    if (!z[7]) z = first_nz(nzh, 32 + len, 64);
                     if (z[7]) begin status = `ST_RESERVED; detail = {25'd0, z[6:0]}; end
                     else bad = 1'b0;
                 end
             end else if (len > 32'h4000_0000) begin
                 status = `ST_BADLENGTH; detail = len;
             end else begin
-                z = first_nz(head, 32, 64);
+                z = first_nz(nzh, 32, 64);
                 if (z[7]) begin status = `ST_RESERVED; detail = {25'd0, z[6:0]}; end
                 else bad = 1'b0;
             end
@@ -136,15 +147,15 @@ module fs_desc_decode (
             end else if (hb9 != 8'd4 && hb9 != 8'd8) begin
                 status = `ST_BADAMO; detail = {24'd0, hb9};
             end else begin
-                z = first_nz(head, 10, 24);
+                z = first_nz(nzh, 10, 24);
                 if (z[7]) begin
                     status = `ST_RESERVED; detail = {25'd0, z[6:0]};
                 end else if ((hb9 == 8'd4 && remote[1:0] != 2'd0) || (hb9 == 8'd8 && remote[2:0] != 3'd0)) begin
                     status = `ST_MISALIGNED; detail = remote[31:0];
                 end else begin
-                    if (hb8 == 8'd0) z = first_nz(head, 32, 40);
-                    if (!z[7] && hb8 != 8'd3) z = first_nz(head, 40, 48);
-                    if (!z[7]) z = first_nz(head, 48, 64);
+                    if (hb8 == 8'd0) z = first_nz(nzh, 32, 40);
+                    if (!z[7] && hb8 != 8'd3) z = first_nz(nzh, 40, 48);
+                    if (!z[7]) z = first_nz(nzh, 48, 64);
                     if (z[7]) begin
                         status = `ST_RESERVED; detail = {25'd0, z[6:0]};
                     end else if ((operand[63:32] & {4{wmask_hi}}) != 32'd0) begin
@@ -163,7 +174,7 @@ module fs_desc_decode (
             end else if ((hb9 > 8'd8) != fl[4]) begin
                 status = `ST_BADCHAIN; detail = {24'd0, hb9};
             end else begin
-                z = first_nz(head, 10, 12);
+                z = first_nz(nzh, 10, 12);
                 if (z[7]) begin
                     status = `ST_RESERVED; detail = {25'd0, z[6:0]};
                 end else if (am_short && len != 32'd0) begin
@@ -171,9 +182,9 @@ module fs_desc_decode (
                 end else if (!am_short && len > (am_medium ? 32'd4096 : 32'd65536)) begin
                     status = `ST_BADLENGTH; detail = len;
                 end else begin
-                    if (am_short) z = first_nz(head, 16, 32);
-                    else if (am_medium) z = first_nz(head, 24, 32);
-                    if (!z[7]) z = first_nz(head, 32 + 4 * in_head, 64);
+                    if (am_short) z = first_nz(nzh, 16, 32);
+                    else if (am_medium) z = first_nz(nzh, 24, 32);
+                    if (!z[7]) z = first_nz(nzh, 32 + 4 * in_head, 64);
                     if (z[7]) begin
                         status = `ST_RESERVED; detail = {25'd0, z[6:0]};
                     end else if (!fl[4]) begin
@@ -183,14 +194,14 @@ module fs_desc_decode (
                     end else if (cont[15:8] != 8'd0) begin
                         status = `ST_BADFLAGS; detail = {24'd0, cont[15:8]};
                     end else begin
-                        z = first_nz(cont, 2, 4);
+                        z = first_nz(nzc, 2, 4);
                         if (z[7]) begin
                             status = `ST_RESERVED; detail = 32'd64 + {25'd0, z[6:0]};
                         end else if (cont[32 +: 32] != tag) begin
                             status = `ST_BADCHAIN; detail = cont[32 +: 32];
                         end else begin
-                            z = first_nz(cont, 8, 32);
-                            if (!z[7]) z = first_nz(cont, 32 + 4 * rest, 64);
+                            z = first_nz(nzc, 8, 32);
+                            if (!z[7]) z = first_nz(nzc, 32 + 4 * rest, 64);
                             if (z[7]) begin
                                 status = `ST_RESERVED; detail = 32'd64 + {25'd0, z[6:0]};
                             end else bad = 1'b0;

@@ -31,9 +31,9 @@ impl TxCollector {
         self.done.pop_front()
     }
 
-    /// Whether a frame is complete or being sent.
+    /// Whether a frame is being sent (some of its beats have arrived).
     pub fn is_active(&self) -> bool {
-        !self.cur.is_empty() || !self.done.is_empty()
+        !self.cur.is_empty()
     }
 }
 

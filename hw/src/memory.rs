@@ -19,8 +19,9 @@ pub trait Dram {
     }
     /// Copies `buf.len()` bytes at `addr`; false if out of range.
     fn read(&self, addr: u64, buf: &mut [u8]) -> bool;
-    /// Writes the bytes of `data` whose bit in `strobe` is set (bit `i` for
-    /// `data[i]`) at `addr`; false if out of range.
+    /// Writes the bytes of `data` (at most one beat, [`BEAT`] bytes) whose
+    /// bit in `strobe` is set (bit `i` for `data[i]`) at `addr`; false if out
+    /// of range or longer than a beat.
     fn write(&mut self, addr: u64, data: &[u8], strobe: u32) -> bool;
 }
 
@@ -45,6 +46,9 @@ impl Dram for Vec<u8> {
     }
 
     fn write(&mut self, addr: u64, data: &[u8], strobe: u32) -> bool {
+        if data.len() > BEAT {
+            return false;
+        }
         match in_range(Dram::len(self), addr, data.len()) {
             Some(a) => {
                 for (i, &b) in data.iter().enumerate() {
@@ -264,6 +268,7 @@ mod tests {
         assert_eq!(b, [1, 2, 0, 4]);
         assert!(!m.read(62, &mut b));
         assert!(!m.write(u64::MAX - 1, &[1, 2], 3));
+        assert!(!m.write(0, &[0; 33], u32::MAX));
     }
 
     #[test]

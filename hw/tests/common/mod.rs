@@ -3,7 +3,10 @@
 
 #![allow(dead_code)]
 
-use fshmem_hw::{Board, BoardConfig};
+pub mod frames;
+pub mod reference;
+
+use fshmem_hw::{Board, BoardConfig, Dram};
 use gasnet_core::cmd::{self, Completion, RxEntry, ctrl, regs, status};
 use std::collections::VecDeque;
 
@@ -15,9 +18,67 @@ pub const RX_BOUNCE: u64 = 1 << 20;
 /// BAR2 window of a test board.
 pub const WINDOW: u64 = 2 << 20;
 
+/// Memory that allocates 4 KiB pages on first write (a large BAR2 window
+/// without its cost); unwritten bytes read 0.
+pub struct Sparse {
+    len: u64,
+    pages: std::collections::HashMap<u64, Box<[u8; 4096]>>,
+}
+
+impl Sparse {
+    pub fn new(len: u64) -> Sparse {
+        Sparse {
+            len,
+            pages: Default::default(),
+        }
+    }
+}
+
+impl Dram for Sparse {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read(&self, addr: u64, buf: &mut [u8]) -> bool {
+        if addr
+            .checked_add(buf.len() as u64)
+            .is_none_or(|e| e > self.len)
+        {
+            return false;
+        }
+        for (i, b) in buf.iter_mut().enumerate() {
+            let a = addr + i as u64;
+            *b = self
+                .pages
+                .get(&(a / 4096))
+                .map_or(0, |p| p[(a % 4096) as usize]);
+        }
+        true
+    }
+    fn write(&mut self, addr: u64, data: &[u8], strobe: u32) -> bool {
+        if data.len() > 32
+            || addr
+                .checked_add(data.len() as u64)
+                .is_none_or(|e| e > self.len)
+        {
+            return false;
+        }
+        for (i, &b) in data.iter().enumerate() {
+            if strobe >> i & 1 == 1 {
+                let a = addr + i as u64;
+                let page = self
+                    .pages
+                    .entry(a / 4096)
+                    .or_insert_with(|| Box::new([0; 4096]));
+                page[(a % 4096) as usize] = b;
+            }
+        }
+        true
+    }
+}
+
 /// The host's side of one board: ring indices and phases it keeps.
-pub struct Host {
-    pub board: Board<Vec<u8>>,
+pub struct Host<D: Dram = Vec<u8>> {
+    pub board: Board<D>,
     pub sq_tail: u32,
     pub cq_head: u32,
     pub cq_phase: bool,
@@ -28,8 +89,21 @@ pub struct Host {
 impl Host {
     /// A board of node `node` of `nodes`, reset, configured and enabled.
     pub fn new(node: u16, nodes: u16, cfg: BoardConfig) -> Host {
+        Host::with_memory(node, nodes, cfg, vec![0u8; WINDOW as usize], RX_BOUNCE)
+    }
+}
+
+impl<D: Dram> Host<D> {
+    /// As [`Host::new`] over `dram`, with the bounce area at `rx_bounce`.
+    pub fn with_memory(
+        node: u16,
+        nodes: u16,
+        cfg: BoardConfig,
+        dram: D,
+        rx_bounce: u64,
+    ) -> Host<D> {
         let cfg = BoardConfig { node, nodes, ..cfg };
-        let board = Board::new(cfg, vec![0u8; WINDOW as usize]).expect("model");
+        let board = Board::new(cfg, dram).expect("model");
         let mut h = Host {
             board,
             sq_tail: 0,
@@ -38,12 +112,12 @@ impl Host {
             rq_head: 0,
             rq_phase: true,
         };
-        h.bring_up(node, nodes);
+        h.bring_up(node, nodes, rx_bounce);
         h
     }
 
     /// spec/registers.md section 6.4.
-    pub fn bring_up(&mut self, node: u16, nodes: u16) {
+    pub fn bring_up(&mut self, node: u16, nodes: u16, rx_bounce: u64) {
         let b = &mut self.board;
         assert_eq!(b.read32(regs::MAGIC), cmd::MAGIC);
         assert_eq!(b.read32(regs::VERSION), cmd::VERSION);
@@ -53,7 +127,7 @@ impl Host {
         b.write32(regs::NODE_COUNT, nodes as u32);
         b.write64(regs::SEG_BASE_LO, SEG_BASE);
         b.write64(regs::SEG_SIZE_LO, SEG_SIZE);
-        b.write64(regs::RX_BOUNCE_LO, RX_BOUNCE);
+        b.write64(regs::RX_BOUNCE_LO, rx_bounce);
         b.write32(regs::CTRL, ctrl::ENABLE);
         assert_ne!(
             b.read32(regs::STATUS) & status::READY,
@@ -155,16 +229,64 @@ impl Host {
             .map(|(s, e)| (s, RxEntry::decode(&e).expect("receive entry decodes")))
     }
 
-    /// Segment bytes.
-    pub fn seg(&self, offset: u64, len: usize) -> &[u8] {
-        let a = (SEG_BASE + offset) as usize;
-        &self.board.dram()[a..a + len]
+    /// Segment bytes, loaded through the BAR2 window.
+    pub fn seg(&self, offset: u64, len: usize) -> Vec<u8> {
+        self.bar2(SEG_BASE + offset, len)
+    }
+
+    /// BAR2 bytes.
+    pub fn bar2(&self, at: u64, len: usize) -> Vec<u8> {
+        let mut v = vec![0u8; len];
+        assert!(
+            self.board.dram().read(at, &mut v),
+            "BAR2 {at:#x}+{len} out of range"
+        );
+        v
     }
 
     /// Host stores into the segment through the BAR2 window.
     pub fn seg_write(&mut self, offset: u64, data: &[u8]) {
-        let a = (SEG_BASE + offset) as usize;
-        self.board.dram_mut()[a..a + data.len()].copy_from_slice(data);
+        for (i, c) in data.chunks(32).enumerate() {
+            let at = SEG_BASE + offset + 32 * i as u64;
+            assert!(
+                self.board.dram_mut().write(at, c, u32::MAX),
+                "BAR2 {at:#x} out of range"
+            );
+        }
+    }
+
+    /// Clocks the board alone until it has been quiet for 64 cycles (at
+    /// most `limit` cycles).
+    pub fn settle(&mut self, limit: u64) -> u64 {
+        let start = self.board.cycles();
+        let mut quiet = 0;
+        while quiet < 64 {
+            self.board.cycle();
+            quiet = if self.board.busy() { 0 } else { quiet + 1 };
+            assert!(
+                self.board.cycles() - start < limit,
+                "board busy after {limit} cycles"
+            );
+        }
+        self.board.cycles() - start
+    }
+
+    /// Clocks the board alone for `cycles` cycles.
+    pub fn run(&mut self, cycles: u64) {
+        for _ in 0..cycles {
+            self.board.cycle();
+        }
+    }
+
+    /// Every frame the board has sent so far, from both ports.
+    pub fn sent(&mut self) -> Vec<Vec<u8>> {
+        let mut v = Vec::new();
+        for p in 0..2 {
+            while let Some(f) = self.board.pop_frame(p) {
+                v.push(f);
+            }
+        }
+        v
     }
 }
 
