@@ -5,11 +5,17 @@
 // read from board memory (or taken inline from the job) padded to 4 bytes.
 // The link layer stamps flags, seq and ack and appends the CRC.
 //
-// Responses (the system handlers' replies) go before requests. Before a
-// frame starts, its destination must have room for a whole frame (the
-// transmit buffer, or the loopback queue of its class when it is addressed
-// to this node), so a frame never stops half-way for lack of space; it may
-// only wait for its payload from memory, which is read ahead.
+// The core has two: one for the scheduler's requests and one for the
+// system handlers' responses, so that a response never waits behind a
+// request (the two classes of traffic must not share a queue, or a node
+// sending to itself can wait on itself). Before a frame starts, its
+// destination must have room for a whole frame: the loopback queue of this
+// sequencer's class when the frame is addressed to this node, else the
+// transmit buffer, which fs_tx_arb grants to one sequencer for all the
+// fragments of a job (fragments of one AM take consecutive sequence
+// numbers, spec/wire.md "Fragmentation"). So a frame never stops half-way
+// for lack of space; it may only wait for its payload from memory, which
+// is read ahead.
 `default_nettype none
 `include "fs_defs.vh"
 
@@ -25,9 +31,6 @@ module fs_builder #(
     input  wire            rst,
     input  wire [15:0]     node_id,
     // Jobs.
-    input  wire            r_valid,
-    output wire            r_ready,
-    input  wire [`JW-1:0]  r_data,
     input  wire            q_valid,
     output wire            q_ready,
     input  wire [`JW-1:0]  q_data,
@@ -36,21 +39,23 @@ module fs_builder #(
     input  wire            n_ready,
     output reg  [6:0]      n_note,
     // Room at the destinations.
-    input  wire            space_tx,
-    input  wire            space_lbq,
-    input  wire            space_lbr,
+    output wire            tx_req,      // a job's frames for the transmit buffer are ready
+    input  wire            tx_gnt,      // ... and may be written (held to the job's last beat)
+    input  wire            space_tx,    // the transmit buffer has room for a frame
+    input  wire            space_lb,    // the loopback queue has room for a frame
     // Frames out.
     output wire            fo_valid,
     output wire [DW-1:0]   fo_data,
     output wire            fo_last,
+    output wire            fo_jlast,    // the frame is the job's last fragment
     output wire            fo_loop,
-    output wire            fo_req,
     output wire [15:0]     fo_dst,
     output wire [17:0]     fo_len,     // bytes, without the CRC
     output wire [8:0]      fo_beats,
     output wire [16:0]     fo_plen,
     output wire [`FIW-1:0] fo_fi,
     output wire            idle,
+    output wire            rd_done,     // a job's payload has been read from memory in full
     output wire            rd_err,
     // Board memory reads (payloads).
     output wire            m_arvalid,
@@ -96,7 +101,7 @@ module fs_builder #(
     wire [8:0]  pb      = {1'b0, pb8};
     wire        last_frag = foff + n == j_len;
     wire        loop    = j_dst == node_id;
-    wire        room    = loop ? (job[`J_REQ] ? space_lbq : space_lbr) : space_tx;
+    wire        room    = loop ? space_lb : (tx_gnt && space_tx);
 
     // Header area: bytes 0..127 (header, arguments, padding), big-endian fields.
     function [31:0] be(input [31:0] v);
@@ -152,18 +157,19 @@ module fs_builder #(
     );
     wire unused_rd_last = rd_last;
 
-    assign r_ready  = st == S_IDLE;
-    assign q_ready  = st == S_IDLE && !r_valid;
+    assign q_ready  = st == S_IDLE;
+    assign tx_req   = (st == S_FRAG || st == S_EMIT) && !loop;
+    assign fo_jlast = last_frag;
     assign fo_valid = emit;
     assign fo_data  = hv_beat | pl_data;
     assign fo_last  = emit && k == beats - 9'd1;
     assign fo_loop  = loop;
-    assign fo_req   = job[`J_REQ];
+    assign rd_done  = emit && k == beats - 9'd1 && last_frag && j_src == `SRC_MEM && j_len != 17'd0;
     assign fo_dst   = j_dst;
     assign fo_len   = f_len;
     assign fo_beats = beats;
     assign fo_plen  = n;
-    assign idle     = st == S_IDLE && !r_valid && !q_valid && rd_idle;
+    assign idle     = st == S_IDLE && !q_valid && rd_idle;
 
     reg [`FIW-1:0] fi;
     always @* begin
@@ -195,8 +201,8 @@ module fs_builder #(
             if (rd_cmd && rd_cmd_ready) rd_off <= rd_off + rd_n;
             case (st)
                 S_IDLE: begin
-                    if (r_valid || q_valid) begin
-                        job    <= r_valid ? r_data : q_data;
+                    if (q_valid) begin
+                        job    <= q_data;
                         foff   <= 17'd0;
                         rd_off <= 17'd0;
                         st     <= S_FRAG;

@@ -17,7 +17,11 @@
 // the dispatcher never stops in the middle of a frame for those. Memory
 // writes of a frame are committed (all write responses back) before the
 // response, settle or receive entry that reports them, and before any read
-// (GET, atomic) is served, so a GET sees every earlier PUT.
+// (GET, atomic) is served, so a GET sees every earlier PUT. Conversely a
+// request that writes the segment (PUT, atomic, Long AM) waits while a GET
+// reply's payload is still to be read, so no GET sees a later write: a
+// GET's bytes are those of the moment it was served, as in the reference
+// engine.
 `default_nettype none
 `include "fs_defs.vh"
 
@@ -70,6 +74,7 @@ module fs_dispatch #(
     output reg               ev_bad_port,
     output wire              idle,
     output wire              mem_err,
+    input  wire              reply_read,   // the response sequencer read a GET reply's payload
     // Board memory: writes, and the atomic unit's reads.
     output wire              m_awvalid,
     input  wire              m_awready,
@@ -104,13 +109,18 @@ module fs_dispatch #(
                        h == `H_AMO || h == `H_AMO_REPLY || h == `H_ACK || h == `H_PING;
     endfunction
 
-    // What a frame may produce: {a receive entry, a response}.
-    function [1:0] needs(input reply, input [7:0] h, input last);
+    // What a frame may produce: {a segment write by a request, a receive
+    // entry, a response}.
+    function [2:0] needs(input reply, input [7:0] h, input last, input long);
         begin
             needs[0] = !reply && (h == `H_PUT || h == `H_GET || h == `H_AMO || h == `H_PING);
             needs[1] = !engine_owned(h) && last;
+            needs[2] = (!reply && (h == `H_PUT || h == `H_AMO)) || (!engine_owned(h) && long);
         end
     endfunction
+
+    // GET replies pushed whose payload is not read yet.
+    reg  [3:0] reads_owed;
 
     // ---- response queue ------------------------------------------------------------
     reg             rp_push;
@@ -141,8 +151,9 @@ module fs_dispatch #(
         wire [`FIW-1:0] fe = fi_data[e*`FIW +: `FIW];   // type, handler and lengths used
         /* verilator lint_on UNUSEDSIGNAL */
         wire last_e = {1'b0, fe[`FI_FOFF]} + {1'b0, fe[`FI_PLEN]} == {1'b0, fe[`FI_TOTAL]};
-        wire [1:0] nd = needs(fe[4], fe[`FI_HANDLER], last_e);
-        assign elig[e]    = fi_valid[e] && (!nd[0] || resp_room) && (!nd[1] || !rq_full);
+        wire [2:0] nd = needs(fe[4], fe[`FI_HANDLER], last_e, fe[1:0] == 2'd3);
+        assign elig[e]    = fi_valid[e] && (!nd[0] || resp_room) && (!nd[1] || !rq_full)
+                            && (!nd[2] || (reads_owed == 4'd0 && !rp_push));
         assign want_rq[e] = fi_valid[e] && nd[1] && rq_full;
     end endgenerate
     reg [1:0] pick;
@@ -379,6 +390,16 @@ module fs_dispatch #(
     assign rq_stall = |want_rq;
 
     // ---- the frame state machine ---------------------------------------------------------
+    // Frames whose outcome must wait for their (and earlier) writes.
+    reg need_drain;
+    always @* begin
+        case (cls)
+            C_PUT, C_GREP, C_USER: need_drain = f_last;
+            C_GET, C_AMO, C_PING: need_drain = 1'b1;
+            default: need_drain = 1'b0;
+        endcase
+    end
+
     wire beats_done = beat_take && k == f_beats - 9'd1;
     assign fi_ready = (st == S_FIN) ? (4'd1 << sel) : 4'd0;
     assign idle = st == S_PICK && fi_valid == 4'd0 && w_idle && !s_valid;
@@ -393,7 +414,11 @@ module fs_dispatch #(
             s_valid <= 1'b0; s_token <= 32'd0; s_code <= 32'd0; s_value <= 64'd0; s_has_value <= 1'b0;
             rq_tail <= 6'd0; rq_phase <= 1'b1;
             ev_bad_packet <= 1'b0; ev_bad_port <= 1'b0;
+            reads_owed <= 4'd0;
         end else begin
+            reads_owed <= reads_owed
+                + ((rp_push && rp_job[`J_HANDLER] == `H_GET_REPLY && rp_job[`J_SRC] == `SRC_MEM) ? 4'd1 : 4'd0)
+                - (reply_read ? 4'd1 : 4'd0);
             rp_push <= 1'b0;
             ev_bad_packet <= 1'b0;
             r_err <= 1'b0;
@@ -429,26 +454,28 @@ module fs_dispatch #(
                         st <= S_DRAIN;
                     end
                 end
-                S_DRAIN: if (w_idle && !wc_valid) begin
-                    // Every write of the frame (and before) is committed.
-                    case (cls)
-                        C_PUT: begin
-                            if (f_last) begin rp_push <= 1'b1; rp_job <= job; end
-                            st <= S_FIN;
-                        end
-                        C_GET, C_PING: begin rp_push <= 1'b1; rp_job <= job; st <= S_FIN; end
-                        C_AMO: begin
-                            if (amo_go) begin
-                                m_addr <= seg_base[AW-1:0] + m_off[AW-1:0];
-                                st <= S_AR;
-                            end else begin
-                                rp_push <= 1'b1; rp_job <= job; st <= S_FIN;
+                S_DRAIN: begin
+                    // What reports a frame's writes (a response, a settle, a
+                    // receive entry) waits until they are committed, and so
+                    // does a read (GET, atomic); other frames go on at once.
+                    if (cls == C_ACK || cls == C_AREP || cls == C_BADREP) st <= S_SETTLE;
+                    else if (!need_drain) st <= S_FIN;
+                    else if (w_idle && !wc_valid) begin
+                        case (cls)
+                            C_PUT, C_GET, C_PING: begin rp_push <= 1'b1; rp_job <= job; st <= S_FIN; end
+                            C_AMO: begin
+                                if (amo_go) begin
+                                    m_addr <= seg_base[AW-1:0] + m_off[AW-1:0];
+                                    st <= S_AR;
+                                end else begin
+                                    rp_push <= 1'b1; rp_job <= job; st <= S_FIN;
+                                end
                             end
-                        end
-                        C_ACK, C_AREP, C_GREP, C_BADREP: st <= S_SETTLE;
-                        C_USER: st <= (bad_user || !f_last) ? S_FIN : S_RQ;
-                        default: st <= S_FIN;
-                    endcase
+                            C_GREP: st <= S_SETTLE;
+                            C_USER: st <= bad_user ? S_FIN : S_RQ;
+                            default: st <= S_FIN;
+                        endcase
+                    end
                 end
                 S_AR: if (m_arready) st <= S_R;
                 S_R: if (m_rvalid) begin

@@ -74,6 +74,8 @@ module fs_link_ctl #(
     output wire [31:0]          rt_base,
     output wire [1023:0]        rt_bitmap,
     input  wire                 rt_take,
+    // A NACK is owed (perhaps held off).
+    output wire                 nack_owed,
     // Errors.
     output reg                  ev_timeout,
     output reg  [15:0]          ev_timeout_peer
@@ -97,6 +99,7 @@ module fs_link_ctl #(
     reg [1023:0] rn_bitmap;
 
     assign dead  = dead_q;
+    assign nack_owed = |(nk_pend & ~dead_q);
     assign tc_seq = tx_next[tc_peer];
     assign q_ack  = rx_exp[q_peer];
     assign f_una  = tx_una[f_peer];

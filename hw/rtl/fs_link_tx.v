@@ -253,7 +253,8 @@ module fs_link_tx #(
         .re(issue), .raddr(rd_addr), .rdata(ram_q)
     );
 
-    assign busy = xs != X_IDLE || q_send != q_tail || ack_any || nack_req || rt_valid || free_h;
+    // Work remains while any frame is unacknowledged (its timer runs).
+    assign busy = xs != X_IDLE || q_head != q_tail || ack_any || nack_req || rt_valid;
 
     always @(posedge clk) begin
         if (rst) begin

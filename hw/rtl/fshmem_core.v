@@ -22,10 +22,11 @@
 // Blocks
 //   fs_regs        register file, soft reset        fs_rings      SQ/CQ/RQ rings
 //   fs_cmd_fetch   command queue fetch              fs_sched      scheduler
-//   fs_cq_writer   completion writer                fs_builder    AM sequencer
-//   fs_link_tx     retransmit buffer and sender     fs_link_rx    receivers (x2)
-//   fs_link_ctl    reliability state per peer       fs_loop       loopback (x2)
-//   fs_dispatch    receive handler, atomic unit     fs_axi_rd_arb memory read share
+//   fs_cq_writer   completion writer                fs_builder    AM sequencers: requests, responses
+//   fs_tx_arb      transmit buffer write grant      fs_link_tx    retransmit buffer and sender
+//   fs_link_rx     receivers (x2)                   fs_link_ctl   reliability state per peer
+//   fs_loop        loopback queues (x2)             fs_dispatch   receive handler, atomic unit
+//   fs_axi_rd_arb  memory read share (x2)
 `default_nettype none
 `include "fs_defs.vh"
 
@@ -38,7 +39,7 @@ module fshmem_core #(
     parameter integer PIECES    = 16,          // system requests awaiting a response
     parameter integer TXB       = 2048,        // retransmit buffer beats
     parameter integer TXQ       = 64,          // retransmit buffer frames
-    parameter integer RXB       = 256,         // receive buffer beats per port
+    parameter integer RXB       = 512,         // receive buffer beats per port
     parameter integer RXF       = 16,          // receive buffer frames per port
     parameter integer LBB       = 256,         // loopback buffer beats (each of two)
     parameter [31:0]  BUILD_ID  = 32'h5254_0001
@@ -85,13 +86,13 @@ module fshmem_core #(
     output wire [7:0]      m_axi_arlen,
     output wire [2:0]      m_axi_arsize,
     output wire [1:0]      m_axi_arburst,
-    output wire [1:0]      m_axi_arid,
+    output wire [2:0]      m_axi_arid,
     input  wire            m_axi_rvalid,
     output wire            m_axi_rready,
     input  wire [DW-1:0]   m_axi_rdata,
     input  wire [1:0]      m_axi_rresp,
     input  wire            m_axi_rlast,
-    input  wire [1:0]      m_axi_rid,
+    input  wire [2:0]      m_axi_rid,
     // Link port 0.
     output wire            link0_tx_tvalid,
     input  wire            link0_tx_tready,
@@ -147,7 +148,7 @@ module fshmem_core #(
     wire [5:0]  rq_ridx;
     wire [255:0]  cq_rdata;
     wire [1023:0] rq_rdata;
-    wire        ev_cq, ev_rq, ev_timeout, ev_bad_packet, ev_bad_port, rd_err, mem_err;
+    wire        ev_cq, ev_rq, ev_timeout, ev_bad_packet, ev_bad_port, mem_err;
     wire [15:0] ev_timeout_peer;
     wire        cnt_cmd, cnt_err, cnt_ptx, cnt_rtx;
     wire [16:0] cnt_btx;
@@ -244,34 +245,66 @@ module fshmem_core #(
         .cq_wdata(cq_wdata), .ev_cq(ev_cq), .stall(cq_stall)
     );
 
-    // ---- AM sequencer ---------------------------------------------------------------------
+    // ---- AM sequencers: requests (scheduler jobs) and responses (dispatcher jobs) ----
     wire           r_valid, r_ready;
     wire [`JW-1:0] r_data;
     wire           space_tx, space_lbq, space_lbr;
-    wire           fo_valid, fo_last, fo_loop, fo_req, bld_idle;
-    wire [DW-1:0]  fo_data;
-    wire [15:0]    fo_dst;
-    wire [17:0]    fo_len;
-    wire [8:0]     fo_beats;
-    wire [16:0]    fo_plen;
-    wire [`FIW-1:0] fo_fi;
-    wire           b_arvalid, b_arready, b_rvalid, b_rready;
-    wire [AW-1:0]  b_araddr;
-    wire [7:0]     b_arlen;
-    wire           b_arid;
+    wire [1:0]     tx_req, tx_gnt;
+    wire [1:0]     fo_valid, fo_last, fo_jlast, fo_loop, bld_idle, bld_rd_err, bld_rd_done;
+    wire [2*DW-1:0] fo_data;
+    wire [31:0]    fo_dst;
+    wire [35:0]    fo_len;
+    wire [17:0]    fo_beats;
+    wire [33:0]    fo_plen;
+    wire [2*`FIW-1:0] fo_fi;
+    wire [1:0]     b_arvalid, b_arready, b_rvalid, b_rready, b_arid;
+    wire [2*AW-1:0] b_araddr;
+    wire [15:0]    b_arlen;
+    wire           rd_err = |bld_rd_err;
+    wire [6:0]     unused_note;
 
-    fs_builder #(.DW(DW), .AW(AW), .IDW(1), .ID(1'b0), .FRAG(FRAG)) builder (
+    // Index 0: responses, index 1: requests (the transmit grant favours 0).
+    fs_builder #(.DW(DW), .AW(AW), .IDW(1), .ID(1'b0), .FRAG(FRAG)) bld_resp (
         .clk(clk), .rst(crst), .node_id(node_id),
-        .r_valid(r_valid), .r_ready(r_ready), .r_data(r_data),
+        .q_valid(r_valid), .q_ready(r_ready), .q_data(r_data),
+        .n_valid(unused_n_valid), .n_ready(1'b1), .n_note(unused_note),
+        .tx_req(tx_req[0]), .tx_gnt(tx_gnt[0]), .space_tx(space_tx), .space_lb(space_lbr),
+        .fo_valid(fo_valid[0]), .fo_data(fo_data[0 +: DW]), .fo_last(fo_last[0]), .fo_jlast(fo_jlast[0]),
+        .fo_loop(fo_loop[0]), .fo_dst(fo_dst[0 +: 16]), .fo_len(fo_len[0 +: 18]),
+        .fo_beats(fo_beats[0 +: 9]), .fo_plen(fo_plen[0 +: 17]), .fo_fi(fo_fi[0 +: `FIW]),
+        .idle(bld_idle[0]), .rd_done(bld_rd_done[0]), .rd_err(bld_rd_err[0]),
+        .m_arvalid(b_arvalid[0]), .m_arready(b_arready[0]), .m_araddr(b_araddr[0 +: AW]),
+        .m_arlen(b_arlen[0 +: 8]), .m_arid(b_arid[0]), .m_rvalid(b_rvalid[0]),
+        .m_rready(b_rready[0]), .m_rdata(m_axi_rdata), .m_rresp(m_axi_rresp)
+    );
+    wire unused_n_valid;
+    wire unused_req_rd_done = bld_rd_done[1];
+    fs_builder #(.DW(DW), .AW(AW), .IDW(1), .ID(1'b0), .FRAG(FRAG)) bld_req (
+        .clk(clk), .rst(crst), .node_id(node_id),
         .q_valid(j_valid), .q_ready(j_ready), .q_data(j_data),
         .n_valid(n_valid), .n_ready(n_ready), .n_note(n_note),
-        .space_tx(space_tx), .space_lbq(space_lbq), .space_lbr(space_lbr),
-        .fo_valid(fo_valid), .fo_data(fo_data), .fo_last(fo_last), .fo_loop(fo_loop),
-        .fo_req(fo_req), .fo_dst(fo_dst), .fo_len(fo_len), .fo_beats(fo_beats),
-        .fo_plen(fo_plen), .fo_fi(fo_fi), .idle(bld_idle), .rd_err(rd_err),
-        .m_arvalid(b_arvalid), .m_arready(b_arready), .m_araddr(b_araddr), .m_arlen(b_arlen),
-        .m_arid(b_arid), .m_rvalid(b_rvalid), .m_rready(b_rready), .m_rdata(m_axi_rdata),
-        .m_rresp(m_axi_rresp)
+        .tx_req(tx_req[1]), .tx_gnt(tx_gnt[1]), .space_tx(space_tx), .space_lb(space_lbq),
+        .fo_valid(fo_valid[1]), .fo_data(fo_data[DW +: DW]), .fo_last(fo_last[1]), .fo_jlast(fo_jlast[1]),
+        .fo_loop(fo_loop[1]), .fo_dst(fo_dst[16 +: 16]), .fo_len(fo_len[18 +: 18]),
+        .fo_beats(fo_beats[9 +: 9]), .fo_plen(fo_plen[17 +: 17]), .fo_fi(fo_fi[`FIW +: `FIW]),
+        .idle(bld_idle[1]), .rd_done(bld_rd_done[1]), .rd_err(bld_rd_err[1]),
+        .m_arvalid(b_arvalid[1]), .m_arready(b_arready[1]), .m_araddr(b_araddr[AW +: AW]),
+        .m_arlen(b_arlen[8 +: 8]), .m_arid(b_arid[1]), .m_rvalid(b_rvalid[1]),
+        .m_rready(b_rready[1]), .m_rdata(m_axi_rdata), .m_rresp(m_axi_rresp)
+    );
+
+    wire           tb_valid, tb_last;
+    wire [DW-1:0]  tb_data;
+    wire [15:0]    tb_dst;
+    wire [17:0]    tb_len;
+    wire [8:0]     tb_beats;
+    wire [16:0]    tb_plen;
+    fs_tx_arb #(.DW(DW)) txarb (
+        .clk(clk), .rst(crst), .space(space_tx), .req(tx_req), .gnt(tx_gnt),
+        .fo_valid(fo_valid), .fo_data(fo_data), .fo_last(fo_last), .fo_jlast(fo_jlast),
+        .fo_loop(fo_loop), .fo_dst(fo_dst), .fo_len(fo_len), .fo_beats(fo_beats), .fo_plen(fo_plen),
+        .o_valid(tb_valid), .o_data(tb_data), .o_last(tb_last), .o_dst(tb_dst),
+        .o_len(tb_len), .o_beats(tb_beats), .o_plen(tb_plen)
     );
 
     // ---- loopback queues --------------------------------------------------------------------
@@ -281,15 +314,15 @@ module fshmem_core #(
 
     fs_loop #(.DW(DW), .BUF(LBB), .FRAME(FRAME_I)) lbq (
         .clk(clk), .rst(crst),
-        .wr_en(fo_valid && fo_loop && fo_req), .wr_data(fo_data), .wr_last(fo_last), .wr_fi(fo_fi),
-        .space(space_lbq),
+        .wr_en(fo_valid[1] && fo_loop[1]), .wr_data(fo_data[DW +: DW]), .wr_last(fo_last[1]),
+        .wr_fi(fo_fi[`FIW +: `FIW]), .space(space_lbq),
         .fi_valid(fi_valid[2]), .fi_ready(fi_ready[2]), .fi_data(fi_data[2*`FIW +: `FIW]),
         .bt_valid(bt_valid[2]), .bt_ready(bt_ready[2]), .bt_data(bt_data[2*DW +: DW])
     );
     fs_loop #(.DW(DW), .BUF(LBB), .FRAME(FRAME_I)) lbr (
         .clk(clk), .rst(crst),
-        .wr_en(fo_valid && fo_loop && !fo_req), .wr_data(fo_data), .wr_last(fo_last), .wr_fi(fo_fi),
-        .space(space_lbr),
+        .wr_en(fo_valid[0] && fo_loop[0]), .wr_data(fo_data[0 +: DW]), .wr_last(fo_last[0]),
+        .wr_fi(fo_fi[0 +: `FIW]), .space(space_lbr),
         .fi_valid(fi_valid[3]), .fi_ready(fi_ready[3]), .fi_data(fi_data[3*`FIW +: `FIW]),
         .bt_valid(bt_valid[3]), .bt_ready(bt_ready[3]), .bt_data(bt_data[3*DW +: DW])
     );
@@ -305,8 +338,8 @@ module fshmem_core #(
 
     fs_link_tx #(.DW(DW), .TXB(TXB), .TXQ(TXQ), .FRAG(FRAG), .MAX_NODES(MAX_NODES)) ltx (
         .clk(clk), .rst(crst), .node_id(node_id),
-        .fo_valid(fo_valid), .fo_data(fo_data), .fo_last(fo_last), .fo_loop(fo_loop),
-        .fo_dst(fo_dst), .fo_len(fo_len), .fo_beats(fo_beats), .fo_plen(fo_plen), .space(space_tx),
+        .fo_valid(tb_valid), .fo_data(tb_data), .fo_last(tb_last), .fo_loop(1'b0),
+        .fo_dst(tb_dst), .fo_len(tb_len), .fo_beats(tb_beats), .fo_plen(tb_plen), .space(space_tx),
         .tc_valid(tc_valid), .tc_peer(tc_peer), .tc_seq(tc_seq), .dead(dead),
         .q_peer(q_peer), .q_ack(q_ack), .f_peer(f_peer), .f_una(f_una),
         .as_valid(as_valid), .as_peer(as_peer),
@@ -354,6 +387,7 @@ module fshmem_core #(
         .bt_valid(bt_valid[1]), .bt_ready(bt_ready[1]), .bt_data(bt_data[DW +: DW])
     );
 
+    wire nack_owed;
     fs_link_ctl #(.MAX_NODES(MAX_NODES)) lctl (
         .clk(clk), .rst(crst), .enabled(enabled), .tick(tick_us),
         .rto_ticks(rto_ticks), .rto_max_ticks(rto_max_ticks), .peer_timeout_ticks(peer_timeout_ticks),
@@ -369,7 +403,7 @@ module fshmem_core #(
         .nack_bitmap(nack_bitmap), .nack_sent(nack_sent),
         .rt_valid(rt_valid), .rt_peer(rt_peer), .rt_all(rt_all), .rt_base(rt_base),
         .rt_bitmap(rt_bitmap), .rt_take(rt_take),
-        .ev_timeout(ev_timeout), .ev_timeout_peer(ev_timeout_peer)
+        .nack_owed(nack_owed), .ev_timeout(ev_timeout), .ev_timeout_peer(ev_timeout_peer)
     );
 
     // ---- dispatcher and memory -----------------------------------------------------------------
@@ -391,7 +425,7 @@ module fshmem_core #(
         .s_value(s_value), .s_has_value(s_has_value),
         .rq_head(rq_head), .rq_tail(rq_tail), .rq_we(rq_we), .rq_widx(rq_widx), .rq_wdata(rq_wdata),
         .ev_rq(ev_rq), .rq_stall(rq_stall), .ev_bad_packet(ev_bad_packet), .ev_bad_port(ev_bad_port),
-        .idle(disp_idle), .mem_err(mem_err),
+        .idle(disp_idle), .mem_err(mem_err), .reply_read(bld_rd_done[0]),
         .m_awvalid(m_axi_awvalid), .m_awready(m_axi_awready), .m_awaddr(m_axi_awaddr),
         .m_awlen(m_axi_awlen), .m_awid(m_axi_awid[0]),
         .m_wvalid(m_axi_wvalid), .m_wready(m_axi_wready), .m_wdata(m_axi_wdata),
@@ -403,19 +437,35 @@ module fshmem_core #(
     );
     assign m_axi_awid[1] = 1'b0;
 
-    fs_axi_rd_arb #(.AW(AW), .IDW(1)) rdarb (
+    // Reads: the two sequencers share one arbiter, which shares the port with
+    // the atomic unit.
+    wire          s_arvalid, s_arready, s_rvalid, s_rready;
+    wire [AW-1:0] s_araddr;
+    wire [7:0]    s_arlen;
+    wire [1:0]    s_arid;
+    fs_axi_rd_arb #(.AW(AW), .IDW(1)) rdarb_seq (
         .clk(clk), .rst(crst),
-        .a_arvalid(b_arvalid), .a_arready(b_arready), .a_araddr(b_araddr), .a_arlen(b_arlen),
-        .a_arid(b_arid), .a_rvalid(b_rvalid), .a_rready(b_rready),
+        .a_arvalid(b_arvalid[0]), .a_arready(b_arready[0]), .a_araddr(b_araddr[0 +: AW]),
+        .a_arlen(b_arlen[0 +: 8]), .a_arid(b_arid[0]), .a_rvalid(b_rvalid[0]), .a_rready(b_rready[0]),
+        .b_arvalid(b_arvalid[1]), .b_arready(b_arready[1]), .b_araddr(b_araddr[AW +: AW]),
+        .b_arlen(b_arlen[8 +: 8]), .b_arid(b_arid[1]), .b_rvalid(b_rvalid[1]), .b_rready(b_rready[1]),
+        .m_arvalid(s_arvalid), .m_arready(s_arready), .m_araddr(s_araddr),
+        .m_arlen(s_arlen), .m_arid(s_arid), .m_rvalid(s_rvalid),
+        .m_rready(s_rready), .m_rid(m_axi_rid[1:0])
+    );
+    fs_axi_rd_arb #(.AW(AW), .IDW(2)) rdarb (
+        .clk(clk), .rst(crst),
+        .a_arvalid(s_arvalid), .a_arready(s_arready), .a_araddr(s_araddr), .a_arlen(s_arlen),
+        .a_arid(s_arid), .a_rvalid(s_rvalid), .a_rready(s_rready),
         .b_arvalid(a_arvalid), .b_arready(a_arready), .b_araddr(a_araddr), .b_arlen(a_arlen),
-        .b_arid(a_arid), .b_rvalid(a_rvalid), .b_rready(a_rready),
+        .b_arid({1'b0, a_arid}), .b_rvalid(a_rvalid), .b_rready(a_rready),
         .m_arvalid(m_axi_arvalid), .m_arready(m_axi_arready), .m_araddr(m_axi_araddr),
         .m_arlen(m_axi_arlen), .m_arid(m_axi_arid), .m_rvalid(m_axi_rvalid),
         .m_rready(m_axi_rready), .m_rid(m_axi_rid)
     );
 
-    assign busy = srst || !sched_idle || d_valid || sq_head != sq_tail && enabled || !bld_idle
-               || tx_busy || !disp_idle || |fi_valid || c_valid || n_valid || s_valid;
+    assign busy = srst || !sched_idle || d_valid || sq_head != sq_tail && enabled || bld_idle != 2'b11
+               || tx_busy || nack_owed || !disp_idle || |fi_valid || c_valid || n_valid || s_valid;
 endmodule
 
 `default_nettype wire

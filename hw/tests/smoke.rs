@@ -242,3 +242,34 @@ fn lossy_links_still_deliver_everything() {
         .sum();
     assert!(rtx > 0, "a lossy network needed no retransmission");
 }
+
+#[test]
+fn fragmented_long_am_reaches_the_host() {
+    let mut net = Net::new(2, BoardConfig::default(), 20);
+    net.keep_sent = true;
+    let data: Vec<u8> = (0..10_629u32).map(|i| (i * 11 + 5) as u8).collect();
+    net.hosts[0].seg_write(0x1000, &data);
+    let am = Descriptor::Am {
+        common: c(9),
+        target: 1,
+        direction: gasnet_core::Direction::Request,
+        handler: 240,
+        args: cmd::Args::new(&[1, 2, 3]).unwrap(),
+        body: cmd::AmBody::Long {
+            local: Local::Segment(0x1000),
+            len: 10_629,
+            remote: 0x42540,
+        },
+    };
+    net.hosts[0].submit(cmd::encode_slots(&am).as_slots());
+    net.settle(1_000_000);
+    frames_decode(&net);
+    let cq = net.hosts[0].poll_cq().expect("completion");
+    assert_eq!((cq.tag, cq.status, cq.bytes), (9, Status::Ok, 10_629));
+    let (_, rx) = net.hosts[1].poll_rq().expect("receive entry");
+    assert_eq!(
+        (rx.src, rx.handler, rx.len, rx.addr),
+        (0, 240, 10_629, 0x42540)
+    );
+    assert_eq!(net.hosts[1].seg(0x42540, data.len()), data);
+}

@@ -206,21 +206,31 @@ impl<D: Dram> Host<D> {
         e
     }
 
-    /// The next receive entry's bytes and its slot, if written.
-    pub fn poll_rq_raw(&mut self) -> Option<(u32, [u8; 128])> {
+    /// The next receive entry's bytes and its slot, if written, without
+    /// giving it back (see [`Host::rq_free`]).
+    pub fn rq_next(&mut self) -> Option<(u32, [u8; 128])> {
         let at = regs::RQ_RING + 128 * self.rq_head as usize;
         let w = self.board.read32(at);
         if (w >> 8 & 1 == 1) != self.rq_phase {
             return None;
         }
-        let slot = self.rq_head;
-        let e = self.rq_entry(slot);
+        Some((self.rq_head, self.rq_entry(self.rq_head)))
+    }
+
+    /// Gives the entry [`Host::rq_next`] returned (and its bounce buffer) back.
+    pub fn rq_free(&mut self) {
         self.rq_head = (self.rq_head + 1) % cmd::RQ_ENTRIES;
         if self.rq_head == 0 {
             self.rq_phase = !self.rq_phase;
         }
         self.board.write32(regs::RQ_HEAD, self.rq_head);
-        Some((slot, e))
+    }
+
+    /// The next receive entry's bytes and its slot, if written; given back.
+    pub fn poll_rq_raw(&mut self) -> Option<(u32, [u8; 128])> {
+        let e = self.rq_next()?;
+        self.rq_free();
+        Some(e)
     }
 
     /// The next receive entry, decoded.
@@ -399,9 +409,81 @@ impl Net {
         self.flight = keep;
     }
 
+    /// The state of every board, for a failure message.
+    pub fn report(&mut self) -> String {
+        let mut out = format!("{} frames in flight\n", self.flight.len());
+        for (i, h) in self.hosts.iter_mut().enumerate() {
+            let b = &mut h.board;
+            out += &format!(
+                "board {i}: busy {} status {:#x} err {:#x}/{:#x} sq {}/{} cq {}/{} rq {}/{} tx {} rx {} rtx {} cmds {}\n",
+                b.busy(),
+                b.read32(regs::STATUS),
+                b.read32(regs::ERR_STATUS),
+                b.read32(regs::ERR_INFO),
+                b.read32(regs::SQ_HEAD),
+                b.read32(regs::SQ_TAIL),
+                b.read32(regs::CQ_HEAD),
+                b.read32(regs::CQ_TAIL),
+                b.read32(regs::RQ_HEAD),
+                b.read32(regs::RQ_TAIL),
+                b.read64(regs::CNT_PACKETS_TX),
+                b.read64(regs::CNT_PACKETS_RX),
+                b.read64(regs::CNT_RETRANSMITS),
+                b.read64(regs::CNT_COMMANDS),
+            );
+        }
+        out
+    }
+
     /// Whether frames are on the wire or any board is busy.
     pub fn busy(&self) -> bool {
         !self.flight.is_empty() || self.hosts.iter().any(|h| h.board.busy())
+    }
+
+    /// Clocks as [`Net::settle`] does while every host keeps draining its
+    /// completion and receive queues (every 128 cycles); returns what they
+    /// drained, per host.
+    pub fn settle_draining(
+        &mut self,
+        limit: u64,
+    ) -> Vec<(Vec<[u8; 32]>, Vec<(u32, [u8; 128], Vec<u8>)>)> {
+        let n = self.hosts.len();
+        let mut got: Vec<(Vec<[u8; 32]>, Vec<(u32, [u8; 128], Vec<u8>)>)> =
+            vec![Default::default(); n];
+        let start = self.cycle;
+        let mut quiet = 0;
+        loop {
+            self.cycle();
+            quiet = if self.busy() { 0 } else { quiet + 1 };
+            if self.cycle % 128 == 0 || quiet >= 64 {
+                for (i, h) in self.hosts.iter_mut().enumerate() {
+                    while let Some(c) = h.poll_cq_raw() {
+                        got[i].0.push(c);
+                    }
+                    while let Some((slot, e)) = h.rq_next() {
+                        // A Medium entry's payload, read before the slot is freed.
+                        let len = u32::from_le_bytes([e[8], e[9], e[10], e[11]]) as usize;
+                        let addr = u64::from_le_bytes(e[16..24].try_into().unwrap());
+                        let payload = if e[0] & 3 == 1 {
+                            h.bar2(addr, len)
+                        } else {
+                            Vec::new()
+                        };
+                        h.rq_free();
+                        got[i].1.push((slot, e, payload));
+                    }
+                }
+            }
+            if quiet >= 64 {
+                return got;
+            }
+            if self.cycle - start >= limit {
+                panic!(
+                    "network still busy after {limit} cycles:\n{}",
+                    self.report()
+                );
+            }
+        }
     }
 
     /// Clocks until nothing is busy for `quiet` cycles in a row, at most
