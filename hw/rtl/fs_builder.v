@@ -102,6 +102,10 @@ module fs_builder #(
     wire        last_frag = foff + n == j_len;
     wire        loop    = j_dst == node_id;
     wire        room    = loop ? space_lb : (tx_gnt && space_tx);
+    // A job taken from the queue starts its first frame in the same cycle
+    // when its destination has room.
+    wire        in_loop = q_data[`J_DST] == node_id;
+    wire        in_room = in_loop ? space_lb : (tx_gnt && space_tx);
 
     // Header area: bytes 0..127 (header, arguments, padding), big-endian fields.
     function [31:0] be(input [31:0] v);
@@ -158,7 +162,7 @@ module fs_builder #(
     wire unused_rd_last = rd_last;
 
     assign q_ready  = st == S_IDLE;
-    assign tx_req   = (st == S_FRAG || st == S_EMIT) && !loop;
+    assign tx_req   = ((st == S_FRAG || st == S_EMIT) && !loop) || (st == S_IDLE && q_valid && !in_loop);
     assign fo_jlast = last_frag;
     assign fo_valid = emit;
     assign fo_data  = hv_beat | pl_data;
@@ -205,7 +209,9 @@ module fs_builder #(
                         job    <= q_data;
                         foff   <= 17'd0;
                         rd_off <= 17'd0;
-                        st     <= S_FRAG;
+                        k      <= 9'd0;
+                        inl_beat <= 1'b0;
+                        st     <= in_room ? S_EMIT : S_FRAG;
                     end
                 end
                 S_FRAG: if (room) begin

@@ -25,19 +25,23 @@ module fs_cq_writer (
     wire           q_valid;
     wire [`CW-1:0] q;
     wire           full = cq_tail + 8'd1 == cq_head;
+    // A record goes straight to the ring when nothing waits before it.
+    wire           bypass = in_valid && !q_valid && !full;
+    wire           fifo_in_ready;
 
     fs_fifo #(.W(`CW), .DEPTH(4)) fifo (
         .clk(clk), .rst(rst),
-        .in_valid(in_valid), .in_ready(in_ready), .in_data(in_data),
+        .in_valid(in_valid && !bypass), .in_ready(fifo_in_ready), .in_data(in_data),
         .out_valid(q_valid), .out_ready(!full), .out_data(q), .count(unused_count)
     );
     wire [2:0] unused_count;
 
-    assign cq_we    = q_valid && !full;
+    assign in_ready = fifo_in_ready;   // empty whenever a record can bypass it
+    assign cq_we    = (q_valid || bypass) && !full;
     assign cq_widx  = cq_tail;
-    assign cq_wdata = {7'd0, phase, 40'd0, q};
+    assign cq_wdata = {7'd0, phase, 40'd0, q_valid ? q : in_data};
     assign ev_cq    = cq_we;
-    assign stall    = q_valid && full;
+    assign stall    = (q_valid || in_valid) && full;
 
     always @(posedge clk) begin
         if (rst) begin

@@ -123,8 +123,8 @@ module fs_dispatch #(
     reg  [3:0] reads_owed;
 
     // ---- response queue ------------------------------------------------------------
-    reg             rp_push;
-    reg [`JW-1:0]   rp_job;
+    wire            rp_push;
+    wire [`JW-1:0]  rp_job;
     wire            rp_in_ready;
     wire [2:0]      rp_count;
     fs_fifo #(.W(`JW), .DEPTH(4)) rpq (
@@ -139,7 +139,7 @@ module fs_dispatch #(
 
     // ---- frame selection -----------------------------------------------------------
     localparam [3:0] S_PICK = 4'd0, S_BEATS = 4'd1, S_DRAIN = 4'd2, S_AR = 4'd3, S_R = 4'd4,
-                     S_AW = 4'd5, S_FIN = 4'd6, S_SETTLE = 4'd7, S_RQ = 4'd8, S_DECIDE = 4'd9,
+                     S_AW = 4'd5, S_FIN = 4'd6, S_SETTLE = 4'd7, S_RQ = 4'd8,
                      S_AWAIT = 4'd10, S_AFEED = 4'd11;
     reg [3:0]  st;
     reg [1:0]  rr, sel;
@@ -153,7 +153,7 @@ module fs_dispatch #(
         wire last_e = {1'b0, fe[`FI_FOFF]} + {1'b0, fe[`FI_PLEN]} == {1'b0, fe[`FI_TOTAL]};
         wire [2:0] nd = needs(fe[4], fe[`FI_HANDLER], last_e, fe[1:0] == 2'd3);
         assign elig[e]    = fi_valid[e] && (!nd[0] || resp_room) && (!nd[1] || !rq_full)
-                            && (!nd[2] || (reads_owed == 4'd0 && !rp_push));
+                            && (!nd[2] || reads_owed == 4'd0);
         assign want_rq[e] = fi_valid[e] && nd[1] && rq_full;
     end endgenerate
     reg [1:0] pick;
@@ -164,21 +164,25 @@ module fs_dispatch #(
             if (elig[(rr + s[1:0]) & 2'd3]) begin pick_any = 1'b1; pick = rr + s[1:0]; end
     end
 
+    // The frame in hand, and the view the decisions are made on: the frame
+    // being picked in S_PICK (so its writes start at once), then the frame
+    // in hand.
+    reg [`FIW-1:0] f;
     /* verilator lint_off UNUSEDSIGNAL */
-    reg [`FIW-1:0] f;        // the frame in hand (type bits 7:5, 3:2 are implied)
+    wire [`FIW-1:0] fv = st == S_PICK ? fi_data[pick*`FIW +: `FIW] : f;   // type bits 7:5, 3:2 implied
     /* verilator lint_on UNUSEDSIGNAL */
-    wire        f_reply = f[4];              // type bit 4
-    wire [1:0]  f_cat   = f[1:0];            // 1 Short, 2 Medium, 3 Long
-    wire [7:0]  f_h     = f[`FI_HANDLER];
-    wire [15:0] f_src   = f[`FI_SRC];
-    wire [4:0]  f_nargs = f[`FI_NARGS];
-    wire [16:0] f_plen  = f[`FI_PLEN];
-    wire [16:0] f_foff  = f[`FI_FOFF];
-    wire [16:0] f_total = f[`FI_TOTAL];
-    wire [8:0]  f_beats = f[`FI_BEATS];
-    wire [63:0] f_off   = f[`FI_OFFSET];
-    wire [31:0] a0 = f[161 +: 32], a1 = f[193 +: 32], a2 = f[225 +: 32], a3 = f[257 +: 32];
-    wire [31:0] a4 = f[289 +: 32], a5 = f[321 +: 32], a6 = f[353 +: 32], a7 = f[385 +: 32];
+    wire        f_reply = fv[4];             // type bit 4
+    wire [1:0]  f_cat   = fv[1:0];           // 1 Short, 2 Medium, 3 Long
+    wire [7:0]  f_h     = fv[`FI_HANDLER];
+    wire [15:0] f_src   = fv[`FI_SRC];
+    wire [4:0]  f_nargs = fv[`FI_NARGS];
+    wire [16:0] f_plen  = fv[`FI_PLEN];
+    wire [16:0] f_foff  = fv[`FI_FOFF];
+    wire [16:0] f_total = fv[`FI_TOTAL];
+    wire [8:0]  f_beats = fv[`FI_BEATS];
+    wire [63:0] f_off   = fv[`FI_OFFSET];
+    wire [31:0] a0 = fv[161 +: 32], a1 = fv[193 +: 32], a2 = fv[225 +: 32], a3 = fv[257 +: 32];
+    wire [31:0] a4 = fv[289 +: 32], a5 = fv[321 +: 32], a6 = fv[353 +: 32], a7 = fv[385 +: 32];
     wire        f_req   = !f_reply;
     wire        f_last  = {1'b0, f_foff} + {1'b0, f_plen} == {1'b0, f_total};
     wire [7:0]  p_off   = 8'd40 + {1'b0, f_nargs + {4'd0, f_nargs[0]}, 2'b00};
@@ -381,7 +385,7 @@ module fs_dispatch #(
         ent[64 +: 32] = {15'd0, f_total};
         ent[128 +: 64] = f_cat == 2'd2 ? rx_bounce + {46'd0, rq_tail, 12'd0}
                        : f_cat == 2'd3 ? f_off : 64'd0;
-        ent[256 +: 512] = f[`FI_ARGS];
+        ent[256 +: 512] = fv[`FI_ARGS];
     end
     assign rq_we    = st == S_RQ;
     assign rq_widx  = rq_tail;
@@ -401,7 +405,35 @@ module fs_dispatch #(
     end
 
     wire beats_done = beat_take && k == f_beats - 9'd1;
-    assign fi_ready = (st == S_FIN) ? (4'd1 << sel) : 4'd0;
+    // A frame that needs neither a settle nor its writes committed is done
+    // with its last beat.
+    wire quick = !need_drain;
+    wire early = cls == C_ACK || cls == C_AREP || cls == C_BADREP;
+    // The settle a response makes.
+    reg        settle_v, settle_hv;
+    reg [31:0] settle_code;
+    reg [63:0] settle_val;
+    always @* begin
+        settle_hv = 1'b0; settle_val = 64'd0;
+        case (cls)
+            C_ACK: begin settle_v = piece; settle_code = a1; end
+            C_AREP: begin
+                settle_v = piece;
+                settle_code = lk_kind == 2'd2 ? `RS_OK : `RS_MALFORMED;
+                settle_hv = lk_kind == 2'd2;
+                settle_val = {a2, a1};
+            end
+            C_GREP: begin settle_v = piece && f_last; settle_code = grep_ok ? `RS_OK : `RS_MALFORMED; end
+            default: begin settle_v = piece && f_nargs != 5'd0; settle_code = `RS_MALFORMED; end
+        endcase
+    end
+    // The response a frame makes, once its writes are committed.
+    wire drained = w_idle && !wc_valid;
+    assign rp_push = (st == S_DRAIN && need_drain && drained &&
+                      (cls == C_PUT || cls == C_GET || cls == C_PING || (cls == C_AMO && !amo_go)))
+                  || (st == S_AWAIT && drained);
+    assign rp_job  = job;
+    assign fi_ready = (st == S_FIN || (st == S_BEATS && beats_done && quick)) ? (4'd1 << sel) : 4'd0;
     assign idle = st == S_PICK && fi_valid == 4'd0 && w_idle && !s_valid;
 
     always @(posedge clk) begin
@@ -410,7 +442,6 @@ module fs_dispatch #(
             writing <= 1'b0; wc_valid <= 1'b0; wc_addr <= {AW{1'b0}}; wc_len <= 17'd0;
             wc_lane <= {LB{1'b0}}; amo_wr <= 1'b0; amo_beat <= {DW{1'b0}};
             m_addr <= {AW{1'b0}}; old_word <= 64'd0; r_err <= 1'b0;
-            rp_push <= 1'b0; rp_job <= {`JW{1'b0}};
             s_valid <= 1'b0; s_token <= 32'd0; s_code <= 32'd0; s_value <= 64'd0; s_has_value <= 1'b0;
             rq_tail <= 6'd0; rq_phase <= 1'b1;
             ev_bad_packet <= 1'b0; ev_bad_port <= 1'b0;
@@ -419,7 +450,6 @@ module fs_dispatch #(
             reads_owed <= reads_owed
                 + ((rp_push && rp_job[`J_HANDLER] == `H_GET_REPLY && rp_job[`J_SRC] == `SRC_MEM) ? 4'd1 : 4'd0)
                 - (reply_read ? 4'd1 : 4'd0);
-            rp_push <= 1'b0;
             ev_bad_packet <= 1'b0;
             r_err <= 1'b0;
             if (wc_valid && wc_ready) wc_valid <= 1'b0;
@@ -428,21 +458,23 @@ module fs_dispatch #(
                 S_PICK: if (pick_any) begin
                     sel <= pick;
                     rr  <= pick + 2'd1;
-                    f   <= fi_data[pick*`FIW +: `FIW];
+                    f   <= fv;
                     k   <= 9'd0;
-                    st  <= S_DECIDE;
-                    writing <= 1'b0;
-                end
-                S_DECIDE: begin
-                    // Where the payload goes (the piece lookup is settled by now).
+                    st  <= S_BEATS;
+                    // Responses to this node's requests without a payload
+                    // to land settle at once.
+                    if (early) begin
+                        s_valid <= settle_v; s_token <= a0; s_code <= settle_code;
+                        s_has_value <= settle_hv; s_value <= settle_val;
+                    end
+                    // Where the payload goes (decided on the picked frame).
+                    writing <= w_en && f_plen != 17'd0;
                     if (w_en && f_plen != 17'd0) begin
-                        writing  <= 1'b1;
                         wc_valid <= 1'b1;
                         wc_addr  <= w_addr;
                         wc_len   <= f_plen;
                         wc_lane  <= p_lane;
                     end
-                    st <= S_BEATS;
                 end
                 S_BEATS: begin
                     if (beat_take) k <= k + 9'd1;
@@ -451,24 +483,23 @@ module fs_dispatch #(
                             ev_bad_packet <= 1'b1;
                             ev_bad_port <= sel[0] && sel[1] == 1'b0;
                         end
-                        st <= S_DRAIN;
+                        st <= quick ? S_PICK : S_DRAIN;
                     end
                 end
                 S_DRAIN: begin
                     // What reports a frame's writes (a response, a settle, a
                     // receive entry) waits until they are committed, and so
                     // does a read (GET, atomic); other frames go on at once.
-                    if (cls == C_ACK || cls == C_AREP || cls == C_BADREP) st <= S_SETTLE;
-                    else if (!need_drain) st <= S_FIN;
-                    else if (w_idle && !wc_valid) begin
+                    if (!need_drain) st <= S_FIN;
+                    else if (drained) begin
                         case (cls)
-                            C_PUT, C_GET, C_PING: begin rp_push <= 1'b1; rp_job <= job; st <= S_FIN; end
+                            C_PUT, C_GET, C_PING: st <= S_FIN;
                             C_AMO: begin
                                 if (amo_go) begin
                                     m_addr <= seg_base[AW-1:0] + m_off[AW-1:0];
                                     st <= S_AR;
                                 end else begin
-                                    rp_push <= 1'b1; rp_job <= job; st <= S_FIN;
+                                    st <= S_FIN;
                                 end
                             end
                             C_GREP: st <= S_SETTLE;
@@ -497,36 +528,15 @@ module fs_dispatch #(
                     amo_wr <= 1'b0;
                     st <= S_AWAIT;
                 end
-                S_AWAIT: if (w_idle && !wc_valid) begin
+                S_AWAIT: if (drained) begin
                     // ... and answer once it is committed.
-                    rp_push <= 1'b1; rp_job <= job;
                     st <= S_FIN;
                 end
                 S_SETTLE: begin
-                    // Responses to this node's requests.
+                    // A GET reply's last fragment, its bytes committed.
                     if (!s_valid || s_ready) begin
-                        s_has_value <= 1'b0;
-                        s_value <= 64'd0;
-                        s_token <= a0;
-                        case (cls)
-                            C_ACK: begin
-                                s_valid <= piece; s_code <= a1;
-                            end
-                            C_AREP: begin
-                                s_valid <= piece;
-                                s_code <= lk_kind == 2'd2 ? `RS_OK : `RS_MALFORMED;
-                                s_has_value <= lk_kind == 2'd2;
-                                s_value <= {a2, a1};
-                            end
-                            C_GREP: begin
-                                s_valid <= piece && f_last;
-                                s_code <= grep_ok ? `RS_OK : `RS_MALFORMED;
-                            end
-                            default: begin     // a malformed reply: fail what it names
-                                s_valid <= piece && f_nargs != 5'd0;
-                                s_code <= `RS_MALFORMED;
-                            end
-                        endcase
+                        s_valid <= settle_v; s_token <= a0; s_code <= settle_code;
+                        s_has_value <= 1'b0; s_value <= 64'd0;
                         st <= S_FIN;
                     end
                 end

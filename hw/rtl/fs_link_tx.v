@@ -244,13 +244,16 @@ module fs_link_tx #(
     assign tx0_last = olast; assign tx1_last = olast;
 
     // Buffer reads for the frame being sent.
+    // A data frame's first beat is read in the cycle it is chosen.
     wire pop   = fire && e_ram && !e_trail;
     wire [2:0] qbusy = {1'b0, occ} + {2'b00, inflight} - {2'b00, pop};
-    wire issue = e_active && e_ram && rd_left != 9'd0 && qbusy < 3'd2;
+    wire more  = e_active && e_ram && rd_left != 9'd0 && qbusy < 3'd2;
+    wire issue = more || go_data;
+    wire [BW-1:0] raddr = go_data ? d_start[go_q] : rd_addr;
 
     fs_sdp_ram #(.WIDTH(DW), .DEPTH(TXB)) ram (
         .clk(clk), .we(wr), .waddr(b_wp[BW-1:0]), .wdata(fo_data),
-        .re(issue), .raddr(rd_addr), .rdata(ram_q)
+        .re(issue), .raddr(raddr), .rdata(ram_q)
     );
 
     // Work remains while any frame is unacknowledged (its timer runs).
@@ -289,7 +292,7 @@ module fs_link_tx #(
                 if (!h_sent) q_send <= q_send + 1'b1;
             end
             // Buffer read queue.
-            if (issue) begin
+            if (more) begin
                 rd_addr <= rd_addr + 1'b1;
                 rd_left <= rd_left - 9'd1;
             end
@@ -322,7 +325,7 @@ module fs_link_tx #(
                         xs <= X_SEND; e_ram <= 1'b1; e_first <= 1'b1; e_rtx <= 1'b0;
                         e_peer <= d_peer[sq]; e_seq <= d_seq[sq]; e_k <= 9'd0; e_trail <= 1'b0;
                         e_n <= d_beats[sq]; e_tail <= d_len[sq][LB-1:0];
-                        rd_addr <= d_start[sq]; rd_left <= d_beats[sq];
+                        rd_addr <= d_start[sq] + 1'b1; rd_left <= d_beats[sq] - 9'd1;
                         q_send <= q_send + 1'b1;
                     end
                 end
@@ -333,7 +336,7 @@ module fs_link_tx #(
                         xs <= X_SEND; e_ram <= 1'b1; e_first <= 1'b0; e_rtx <= 1'b1;
                         e_peer <= d_peer[rq]; e_seq <= d_seq[rq]; e_k <= 9'd0; e_trail <= 1'b0;
                         e_n <= d_beats[rq]; e_tail <= d_len[rq][LB-1:0];
-                        rd_addr <= d_start[rq]; rd_left <= d_beats[rq];
+                        rd_addr <= d_start[rq] + 1'b1; rd_left <= d_beats[rq] - 9'd1;
                         r <= r + 1'b1;
                     end else r <= r + 1'b1;
                 end

@@ -198,17 +198,25 @@ module fs_sched #(
     wire fin_fire;                                   // finisher uses the completion port
     wire imm_fire   = ist == I_IDLE && d_valid && !fence_wait && imm && !fin_fire
                       && (c_ready || (imm_st == `ST_OK && !dec_flags[0]));
+    // A command of one piece (an atomic, a put or get of at most 64 KiB) is
+    // allocated and issued in one cycle when its token's piece slot is free.
+    wire single     = is_amo || ((is_put || is_get) && dec_len <= 32'd65536);
+    wire fast       = single && !pv[next_token[PB-1:0]] && !dead_tgt;
     wire alloc_fire = ist == I_IDLE && d_valid && !fence_wait && !imm && have_free
-                      && (!is_am || j_ready);
-    assign d_ready  = imm_fire || (alloc_fire && is_am) || i_done;
+                      && (!(is_am || fast) || j_ready);
+    wire fast_fire  = alloc_fire && fast;
+    assign d_ready  = imm_fire || (alloc_fire && (is_am || fast)) || i_done;
 
-    // Pieces of the command in I_PIECES.
-    wire [30:0]   i_left  = dec_len[30:0] - i_cur;
+    // Pieces of the command in I_PIECES (or issued at once).
+    wire          in_pieces = ist == I_PIECES;
+    wire [30:0]   cur     = in_pieces ? i_cur : 31'd0;
+    wire [CB-1:0] p_slot  = in_pieces ? i_slot : free_slot;
+    wire [30:0]   i_left  = dec_len[30:0] - cur;
     wire [16:0]   i_n     = i_left > 31'd65536 ? 17'd65536 : i_left[16:0];
     wire [PB-1:0] t_i     = next_token[PB-1:0];
     wire          t_free  = !pv[t_i];
     wire          i_dead  = dead_tgt;
-    wire          i_send  = ist == I_PIECES && enabled && t_free && !i_dead && j_ready;
+    wire          i_send  = (in_pieces && enabled && t_free && !i_dead && j_ready) || fast_fire;
     wire          i_tmo;                                // settles a piece to a dead peer
     wire          i_step  = i_send || i_tmo;
     wire          i_last  = is_amo || i_left == {14'd0, i_n};
@@ -217,13 +225,13 @@ module fs_sched #(
 
     // ---- the job being pushed ------------------------------------------------------
     reg [`JW-1:0] job;
-    wire [63:0] piece_off   = dec_remote + {33'd0, i_cur};
-    wire [63:0] piece_local = dec_local + {33'd0, i_cur};
+    wire [63:0] piece_off   = dec_remote + {33'd0, cur};
+    wire [63:0] piece_local = dec_local + {33'd0, cur};
     always @* begin
         job = {`JW{1'b0}};
         job[`J_DST] = dec_target;
         job[`J_REQ] = 1'b1;
-        if (ist == I_PIECES && is_put) begin
+        if ((in_pieces || fast) && is_put) begin
             job[`J_WTYPE]   = `T_LONG_REQ;
             job[`J_HANDLER] = `H_PUT;
             job[`J_NARGS]   = 5'd1;
@@ -233,12 +241,12 @@ module fs_sched #(
             job[`J_MADDR]   = seg_base + piece_local;
             job[`J_INLINE]  = dec_inline;
             job[448 +: 32]  = next_token;
-        end else if (ist == I_PIECES && is_get) begin
+        end else if ((in_pieces || fast) && is_get) begin
             job[`J_WTYPE]   = `T_SHORT_REQ;
             job[`J_HANDLER] = `H_GET;
             job[`J_NARGS]   = 5'd6;
             job[448 +: 192] = {piece_local, 15'd0, i_n, piece_off, next_token};
-        end else if (ist == I_PIECES) begin
+        end else if (in_pieces || (fast && is_amo)) begin
             job[`J_WTYPE]   = `T_SHORT_REQ;
             job[`J_HANDLER] = `H_AMO;
             job[`J_NARGS]   = 5'd8;
@@ -258,6 +266,7 @@ module fs_sched #(
         end
     end
     assign j_valid = i_send || (alloc_fire && is_am);
+    wire unused_fast = fast_fire;
     assign j_data  = job;
 
     // ---- settles ---------------------------------------------------------------------
@@ -367,8 +376,8 @@ module fs_sched #(
             if (alloc_fire) begin
                 cv[free_slot]      <= 1'b1;
                 c_gen[free_slot]   <= ~c_gen[free_slot];
-                c_iss[free_slot]   <= is_am;
-                c_pend[free_slot]  <= is_am ? 6'd1 : 6'd0;
+                c_iss[free_slot]   <= is_am || fast;
+                c_pend[free_slot]  <= (is_am || fast) ? 6'd1 : 6'd0;
                 c_cmpl[free_slot]  <= dec_flags[0];
                 c_tag[free_slot]   <= dec_tag;
                 c_op[free_slot]    <= dec_op;
@@ -378,7 +387,7 @@ module fs_sched #(
                 c_st[free_slot]    <= `ST_OK;
                 c_det[free_slot]   <= 32'd0;
                 c_val[free_slot]   <= 64'd0;
-                if (!is_am) begin
+                if (!is_am && !fast) begin
                     ist    <= I_PIECES;
                     i_slot <= free_slot;
                     i_cur  <= 31'd0;
@@ -388,14 +397,14 @@ module fs_sched #(
             if (i_send) begin
                 pv[t_i]      <= 1'b1;
                 p_tok[t_i]   <= next_token;
-                p_cmd[t_i]   <= i_slot;
+                p_cmd[t_i]   <= p_slot;
                 p_peer[t_i]  <= dec_target;
                 p_kind[t_i]  <= is_put ? K_PUT : is_get ? K_GET : K_AMO;
                 p_local[t_i] <= piece_local;
                 p_len[t_i]   <= i_n;
                 next_token   <= tok_after;
             end
-            if (i_step) i_cur <= i_cur + {14'd0, i_n};
+            if (i_step && in_pieces) i_cur <= i_cur + {14'd0, i_n};
             if (i_done) begin
                 ist <= I_IDLE;
                 c_iss[i_slot] <= 1'b1;
@@ -405,7 +414,7 @@ module fs_sched #(
             for (i = 0; i < CMDS; i = i + 1) begin
                 if (cv[i] && !(alloc_fire && free_slot == i[CB-1:0])) begin
                     c_pend[i] <= c_pend[i]
-                        + ((i_send && i_slot == i[CB-1:0]) ? 6'd1 : 6'd0)
+                        + ((i_send && in_pieces && i_slot == i[CB-1:0]) ? 6'd1 : 6'd0)
                         - ((st_fire && st_slot == i[CB-1:0] && !(t_want && !s_valid && !n_valid)) ? 6'd1 : 6'd0);
                     if (st_fire && st_slot == i[CB-1:0]) begin
                         if (c_st[i] == `ST_OK && st_status != `ST_OK) begin
