@@ -15,8 +15,10 @@ pub struct BoardConfig {
     pub node: u16,
     /// Strapped `NODE_COUNT`.
     pub nodes: u16,
-    /// Cycles from a memory request to its answer.
+    /// Cycles from a memory read request to its first data beat.
     pub mem_latency: u32,
+    /// Cycles from a memory write's last beat to its write response.
+    pub mem_write_latency: u32,
     /// Percent of cycles the memory withholds ready/valid (0: never).
     pub mem_stall_percent: u32,
     /// Core cycles per microsecond tick (`None`: ticks are given with
@@ -35,13 +37,14 @@ pub struct BoardConfig {
 }
 
 impl Default for BoardConfig {
-    /// One node of one, 100-cycle memory, 250 cycles per microsecond
+    /// One node of one, 100-cycle memory reads and writes, 250 cycles per microsecond
     /// (a 250 MHz clock), a 20 us first retransmission timeout.
     fn default() -> Self {
         BoardConfig {
             node: 0,
             nodes: 1,
             mem_latency: 100,
+            mem_write_latency: 100,
             mem_stall_percent: 0,
             cycles_per_tick: Some(250),
             rto_ticks: 20,
@@ -51,6 +54,25 @@ impl Default for BoardConfig {
             nack_hold_ticks: 5,
         }
     }
+}
+
+/// Something the board did in a cycle, recorded when tracing is on
+/// ([`Board::set_trace`]): the raw material of the cycle figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The first beat of a frame left on this port: the port and the
+    /// frame's type code (spec/wire.md).
+    TxStart(usize, u8),
+    /// The last beat of a frame left on this port.
+    TxEnd(usize),
+    /// The first beat of a frame arrived on this port.
+    RxStart(usize),
+    /// A write beat to board memory was accepted.
+    MemWrite,
+    /// A read burst from board memory at this address was accepted.
+    MemRead(u64),
+    /// The MSI output pulsed.
+    Msi,
 }
 
 /// A core with its memory and ports. See the [module docs](self).
@@ -66,6 +88,9 @@ pub struct Board<D: Dram> {
     cycle: u64,
     tick_pending: bool,
     msi: u64,
+    trace: Option<Vec<(u64, Event)>>,
+    tx_mid: [bool; 2],
+    rx_mid: [bool; 2],
 }
 
 impl<D: Dram> std::fmt::Debug for Board<D> {
@@ -86,7 +111,7 @@ impl<D: Dram> Board<D> {
             cfg,
             inp: Inputs::default(),
             out: Outputs::default(),
-            mem: AxiMemory::new(cfg.mem_latency)
+            mem: AxiMemory::new(cfg.mem_latency, cfg.mem_write_latency)
                 .with_stalls(cfg.mem_stall_percent, 0x5EED ^ cfg.node as u64),
             dram,
             tx: Default::default(),
@@ -94,6 +119,9 @@ impl<D: Dram> Board<D> {
             cycle: 0,
             tick_pending: false,
             msi: 0,
+            trace: None,
+            tx_mid: [false; 2],
+            rx_mid: [false; 2],
         };
         b.inp.strap_node_id = cfg.node;
         b.inp.strap_node_count = cfg.nodes as u32;
@@ -175,6 +203,22 @@ impl<D: Dram> Board<D> {
         self.msi
     }
 
+    /// Starts (or stops) recording [`Event`]s.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+
+    /// The events recorded since the last call: (cycle, event).
+    pub fn take_trace(&mut self) -> Vec<(u64, Event)> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn note(&mut self, e: Event) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push((self.cycle, e));
+        }
+    }
+
     /// One clock cycle without a BAR0 access.
     pub fn cycle(&mut self) {
         self.inp.bar0_valid = 0;
@@ -204,11 +248,30 @@ impl<D: Dram> Board<D> {
         }
         self.out = self.core.step(&self.inp);
         self.mem.observe(&mut self.dram, &self.inp, &self.out);
+        if self.trace.is_some() {
+            if self.inp.wready == 1 && self.out.wvalid == 1 {
+                self.note(Event::MemWrite);
+            }
+            if self.inp.arready == 1 && self.out.arvalid == 1 {
+                self.note(Event::MemRead(self.out.araddr));
+            }
+        }
         for p in 0..2 {
             if self.inp.rx_valid[p] == 1 {
+                if !self.rx_mid[p] {
+                    self.note(Event::RxStart(p));
+                }
+                self.rx_mid[p] = self.inp.rx_last[p] == 0;
                 self.rx[p].advance();
             }
             if self.out.tx_valid[p] == 1 && self.inp.tx_ready[p] == 1 {
+                if !self.tx_mid[p] {
+                    self.note(Event::TxStart(p, self.out.tx_data[p][1]));
+                }
+                self.tx_mid[p] = self.out.tx_last[p] == 0;
+                if self.out.tx_last[p] == 1 {
+                    self.note(Event::TxEnd(p));
+                }
                 self.tx[p].beat(
                     &self.out.tx_data[p],
                     self.out.tx_keep[p],
@@ -218,6 +281,7 @@ impl<D: Dram> Board<D> {
         }
         if self.out.msi == 1 {
             self.msi += 1;
+            self.note(Event::Msi);
         }
         self.cycle += 1;
     }

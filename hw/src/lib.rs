@@ -11,7 +11,9 @@
 //!   (a byte array, a board's BAR2 file) with a configurable latency;
 //! - [`link`] turns the AXI4-Stream link ports into whole frames and back;
 //! - `Board` (with the `verilator` feature) ties the model, its memory and
-//!   its two ports together and offers BAR0 loads and stores as a host does.
+//!   its two ports together and offers BAR0 loads and stores as a host does;
+//!   `sim` brings boards up as a host does and joins several into a network,
+//!   for tests and benchmarks.
 //!
 //! The model itself is built only with the `verilator` feature (Verilator 5
 //! and a C++ compiler); without it [`MODEL_AVAILABLE`] is false and the
@@ -26,9 +28,11 @@ mod signals;
 mod board;
 #[cfg(feature = "verilator")]
 mod model;
+#[cfg(feature = "verilator")]
+pub mod sim;
 
 #[cfg(feature = "verilator")]
-pub use board::{Board, BoardConfig};
+pub use board::{Board, BoardConfig, Event};
 pub use memory::Dram;
 #[cfg(feature = "verilator")]
 pub use model::{Core, ModelError};

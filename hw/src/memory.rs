@@ -93,13 +93,14 @@ pub struct MemStats {
     pub errors: u64,
 }
 
-/// An AXI4 slave over a [`Dram`]: read data starts `latency` cycles after
-/// the read address is accepted (then one beat per cycle), a write response
-/// comes `latency` cycles after the last write beat. Writes reach the
-/// [`Dram`] when their beat is accepted, in order.
+/// An AXI4 slave over a [`Dram`]: read data starts `read_latency` cycles
+/// after the read address is accepted (then one beat per cycle), a write
+/// response comes `write_latency` cycles after the last write beat. Writes
+/// reach the [`Dram`] when their beat is accepted, in order.
 #[derive(Debug)]
 pub struct AxiMemory {
     latency: u64,
+    write_latency: u64,
     stall_percent: u32,
     rng: u64,
     cycle: u64,
@@ -111,10 +112,12 @@ pub struct AxiMemory {
 }
 
 impl AxiMemory {
-    /// A memory answering after `latency` cycles (at least 1).
-    pub fn new(latency: u32) -> AxiMemory {
+    /// A memory answering reads after `read_latency` cycles and writes
+    /// after `write_latency` (each at least 1).
+    pub fn new(read_latency: u32, write_latency: u32) -> AxiMemory {
         AxiMemory {
-            latency: latency.max(1) as u64,
+            latency: read_latency.max(1) as u64,
+            write_latency: write_latency.max(1) as u64,
             stall_percent: 0,
             rng: 0x9E37_79B9_7F4A_7C15,
             cycle: 0,
@@ -220,7 +223,8 @@ impl AxiMemory {
                     if !w.ok {
                         self.stats.errors += 1;
                     }
-                    self.resp.push_back((self.cycle + self.latency, w.id, w.ok));
+                    self.resp
+                        .push_back((self.cycle + self.write_latency, w.id, w.ok));
                     self.wbeat = 0;
                 }
             }
@@ -274,7 +278,7 @@ mod tests {
     #[test]
     fn reads_arrive_after_the_latency_one_beat_a_cycle() {
         let mut dram: Vec<u8> = (0..=255u8).collect();
-        let mut m = AxiMemory::new(3);
+        let mut m = AxiMemory::new(3, 3);
         let mut inp = Inputs::default();
         let mut out = Outputs {
             arvalid: 1,
