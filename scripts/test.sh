@@ -10,12 +10,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian package -> a file or command that shows it is installed.
+multiarch="/usr/lib/$(uname -m)-linux-gnu"
 packages=(
     "build-essential:/usr/bin/cc"
     "pkg-config:/usr/bin/pkg-config"
     "libhwloc-dev:/usr/include/hwloc.h"
     "iproute2:/usr/sbin/ip"
     "mpich:/usr/bin/mpiexec.hydra"
+    # PMIx bootstrap (loaded at run time) under Open MPI's mpirun and
+    # Slurm's srun on the one-node cluster tests/src/slurm.rs starts.
+    "libpmix2:$multiarch/libpmix.so.2"
+    "libpmix-dev:$multiarch/pkgconfig/pmix.pc"
+    "openmpi-bin:/usr/bin/mpirun.openmpi"
+    "munge:/usr/sbin/munged"
+    "slurmctld:/usr/sbin/slurmctld"
+    "slurmd:/usr/sbin/slurmd"
+    "slurm-client:/usr/bin/srun"
+    # The ofi conduit loads libfabric at run time; fi_info lists providers.
+    "libfabric1:$multiarch/libfabric.so.1"
+    "libfabric-bin:/usr/bin/fi_info"
 )
 
 missing=()
@@ -38,4 +51,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 cargo build --release --workspace
+# Each conduit is a cargo feature: every one builds alone.
+for conduit in smp ipv6 fpga ofi; do
+    cargo check --quiet -p conduits --lib --no-default-features --features "$conduit"
+done
 cargo test --release --workspace

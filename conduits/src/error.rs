@@ -61,6 +61,19 @@ pub enum ConduitError {
     Am(AmError),
     /// The conduit does not support this call.
     Unsupported(&'static str),
+    /// A context that does not exist (never created, or destroyed).
+    NoContext {
+        /// The context asked for.
+        ctx: u32,
+    },
+    /// Every context the conduit can track is in use.
+    ContextLimit {
+        /// How many contexts the conduit tracks, the default one included.
+        max: usize,
+    },
+    /// A configuration variable has a bad value (boxed: a cold error
+    /// should not make every `Result` of the hot paths bigger).
+    Config(Box<gasnet_core::config::ConfigError>),
 }
 
 impl fmt::Display for ConduitError {
@@ -93,6 +106,17 @@ impl fmt::Display for ConduitError {
             ConduitError::Io(s) => write!(f, "I/O: {s}"),
             ConduitError::Am(e) => write!(f, "active message: {e}"),
             ConduitError::Unsupported(s) => write!(f, "unsupported: {s}"),
+            ConduitError::NoContext { ctx } => {
+                write!(
+                    f,
+                    "context {ctx} does not exist (never created, or destroyed)"
+                )
+            }
+            ConduitError::ContextLimit { max } => write!(
+                f,
+                "no free context: all {max} contexts this conduit tracks are in use"
+            ),
+            ConduitError::Config(e) => e.fmt(f),
         }
     }
 }
@@ -102,6 +126,12 @@ impl std::error::Error for ConduitError {}
 impl From<AmError> for ConduitError {
     fn from(e: AmError) -> Self {
         ConduitError::Am(e)
+    }
+}
+
+impl From<gasnet_core::config::ConfigError> for ConduitError {
+    fn from(e: gasnet_core::config::ConfigError) -> Self {
+        ConduitError::Config(Box::new(e))
     }
 }
 
@@ -123,32 +153,6 @@ pub fn check_pe(pe: usize, size: usize) -> Result<()> {
         return Err(ConduitError::PeOutOfRange { pe, size });
     }
     Ok(())
-}
-
-/// The PE that failed first, found from PE `pe`, which failed or left:
-/// `cause(q)` is the PE that PE `q` recorded as the reason it left, if any.
-/// Follows the records (at most one step per PE) until a PE recorded none,
-/// or named itself, this PE (`me`) or a PE outside the job.
-///
-/// ```
-/// use conduits::error::root_of;
-/// // PE 0 left because of PE 2, PE 2 because of PE 1, PE 1 failed itself.
-/// let causes = [Some(2), None, Some(1), None];
-/// assert_eq!(root_of(0, 3, 4, |q| causes[q]), 1);
-/// assert_eq!(root_of(1, 3, 4, |q| causes[q]), 1);
-/// // A record naming the caller or a PE outside the job is not followed.
-/// assert_eq!(root_of(0, 2, 4, |q| causes[q]), 0);
-/// assert_eq!(root_of(3, 0, 4, |_| Some(9)), 3);
-/// ```
-pub fn root_of(pe: usize, me: usize, size: usize, cause: impl Fn(usize) -> Option<usize>) -> usize {
-    let mut root = pe;
-    for _ in 0..size {
-        match cause(root) {
-            Some(next) if next != root && next != me && next < size => root = next,
-            _ => break,
-        }
-    }
-    root
 }
 
 /// Checks that `pe` exists and that a word of `align` bytes at `offset`

@@ -514,12 +514,14 @@ fn main() {
 }
 
 /// Whether this job runs on smp, the conduit that maps every peer's
-/// segment (the default, unless a launcher such as mpiexec or srun
-/// started the job, which selects ipv6).
+/// segment (the default, unless a launcher such as mpiexec, mpirun or
+/// srun started the job, which selects ipv6).
 fn conduits_map_peers() -> bool {
     let var = |k: &str| std::env::var(k).ok();
     match var("FSHMEM_CONDUIT") {
         Some(c) => c == "smp",
-        None => var("PMI_RANK").is_none() && var("SLURM_PROCID").is_none(),
+        None => ["PMI_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"]
+            .iter()
+            .all(|k| var(k).is_none()),
     }
 }

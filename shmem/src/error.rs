@@ -153,6 +153,25 @@ pub enum ShmemError {
         /// What is wrong.
         reason: String,
     },
+    /// The PEs of a team called a data collective with different
+    /// arguments (another root, element count, element size, operator or
+    /// stride, or another collective). Found on the collective's entry
+    /// synchronization, before any data moves; every PE of the team
+    /// reports the same two PEs.
+    CollectiveMismatch {
+        /// The calling PE.
+        pe: usize,
+        /// The call.
+        call: &'static str,
+        /// The lowest PE of the team (world number).
+        first_pe: usize,
+        /// Its call and arguments.
+        first: String,
+        /// The lowest PE whose call differs from `first_pe`'s.
+        other_pe: usize,
+        /// Its call and arguments.
+        other: String,
+    },
     /// The pool of team slots (`FSHMEM_TEAMS_MAX`) has no slot free on
     /// every PE of the parent team.
     TeamsExhausted {
@@ -279,6 +298,18 @@ impl fmt::Display for ShmemError {
                  PE {first_pe} called {first_call} with {first_bytes} bytes"
             ),
             ShmemError::Invalid { pe, call, reason } => write!(f, "PE {pe}: {call}: {reason}"),
+            ShmemError::CollectiveMismatch {
+                pe,
+                call,
+                first_pe,
+                first,
+                other_pe,
+                other,
+            } => write!(
+                f,
+                "PE {pe}: {call}: the PEs disagree: PE {first_pe} called {first}, \
+                 PE {other_pe} called {other}"
+            ),
             ShmemError::TeamsExhausted { pe, call, max } => write!(
                 f,
                 "PE {pe}: {call}: no team slot free on every PE of the parent team \

@@ -13,9 +13,11 @@
 //!
 //! Each team owns one *slot* of the collective pool, a region of every PE's
 //! segment after the user heap ([`crate::runtime::layout`]); users never
-//! pass `pSync` or work arrays. A slot holds one 64-bit message counter per
-//! possible sender (the team-relative rank), two auxiliary words, and two
-//! scratch areas of `FSHMEM_COLL_SCRATCH` bytes used alternately.
+//! pass `pSync` or work arrays. A slot holds a cache-line cell per possible
+//! sender (the team-relative rank) with its 64-bit message counter and the
+//! argument summaries data collectives compare (see [`crate::coll`]), two
+//! auxiliary words, a call record, and two scratch areas of
+//! `FSHMEM_COLL_SCRATCH` bytes used alternately.
 //! The world team takes slot 0 and the shared team slot 1 at start-up;
 //! `FSHMEM_TEAMS_MAX` slots exist in all.
 //!
@@ -46,123 +48,14 @@
 //! ```
 
 use crate::Shmem;
-use crate::coll::Coll;
+use crate::collective::Coll;
 use crate::error::{Result, ShmemError};
+pub use crate::pool::TeamConfig;
+// The pool's types, where the C ABI finds them.
+pub(crate) use crate::pool::{CELL, TeamState};
 use crate::runtime::Runtime;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-
-/// The configuration a team is created with (`shmem_team_config_t`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TeamConfig {
-    /// How many contexts the program means to create on the team (a hint;
-    /// `SHMEM_TEAM_NUM_CONTEXTS`).
-    pub num_contexts: usize,
-}
-
-/// Per-team collective bookkeeping, private to this PE.
-#[derive(Debug)]
-pub(crate) struct CollState {
-    /// Messages received so far from each team rank (waited for).
-    pub(crate) expected: Vec<u64>,
-    /// Scratch-using steps so far; its parity picks the scratch area.
-    pub(crate) step: u64,
-}
-
-/// A team's state, shared by its handles.
-#[derive(Debug)]
-pub(crate) struct TeamState {
-    /// Pool slot.
-    pub(crate) slot: usize,
-    /// World ranks of the members; index = team rank.
-    pub(crate) members: Vec<usize>,
-    /// This PE's team rank.
-    pub(crate) me: usize,
-    pub(crate) config: TeamConfig,
-    /// World or shared: never destroyed.
-    pub(crate) predefined: bool,
-    pub(crate) destroyed: AtomicBool,
-    pub(crate) coll: Mutex<CollState>,
-}
-
-impl TeamState {
-    pub(crate) fn new(
-        slot: usize,
-        members: Vec<usize>,
-        me: usize,
-        config: TeamConfig,
-        predefined: bool,
-    ) -> TeamState {
-        let n = members.len();
-        TeamState {
-            slot,
-            members,
-            me,
-            config,
-            predefined,
-            destroyed: AtomicBool::new(false),
-            coll: Mutex::new(CollState {
-                expected: vec![0; n],
-                step: 0,
-            }),
-        }
-    }
-
-    /// Number of members.
-    #[inline]
-    pub(crate) fn size(&self) -> usize {
-        self.members.len()
-    }
-
-    /// The team rank of world rank `pe`, if a member (members are in team
-    /// order, which a negative stride makes decreasing).
-    #[inline]
-    pub(crate) fn rank_of(&self, pe: usize) -> Option<usize> {
-        self.members.iter().position(|&m| m == pe)
-    }
-}
-
-/// The pool of team slots on this PE.
-#[derive(Debug)]
-pub(crate) struct TeamPool {
-    /// Segment offset of slot 0.
-    pub(crate) base: usize,
-    /// Bytes per slot.
-    pub(crate) slot_len: usize,
-    /// Bytes of counters at the start of a slot (8 per world PE, rounded).
-    pub(crate) counters_len: usize,
-    /// Bytes per scratch area (two per slot).
-    pub(crate) scratch: usize,
-    /// Number of slots.
-    pub(crate) slots: usize,
-    /// Bit i set = slot i free on this PE.
-    pub(crate) free: Mutex<u64>,
-    /// Held while this PE creates a team.
-    pub(crate) creating: Mutex<()>,
-    pub(crate) world: Arc<TeamState>,
-    pub(crate) shared: Arc<TeamState>,
-}
-
-/// Offset of the auxiliary words (two `u64`) within a slot.
-pub(crate) fn aux_offset(pool: &TeamPool) -> usize {
-    pool.counters_len
-}
-
-impl TeamPool {
-    /// The pool layout for a job of `n` PEs with
-    /// `scratch`-byte scratch areas, placed at `base`.
-    pub(crate) fn layout(n: usize, scratch: usize) -> (usize, usize) {
-        let counters_len = (8 * n).next_multiple_of(64);
-        let slot_len = (counters_len + 64 + 2 * scratch).next_multiple_of(4096);
-        (counters_len, slot_len)
-    }
-
-    /// Segment offset of slot `slot`.
-    #[inline]
-    pub(crate) fn slot_base(&self, slot: usize) -> usize {
-        self.base + slot * self.slot_len
-    }
-}
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A team handle (`shmem_team_t`). Handles of split teams destroy the team
 /// when dropped (collectively: see [`Team::destroy`]); the world and shared
@@ -458,7 +351,7 @@ fn destroy_state(rt: &Runtime, st: &Arc<TeamState>) -> Result<()> {
     // more arrives in the slot: zero its counters for the next team.
     let base = rt.pool.slot_base(st.slot);
     for i in 0..st.size() {
-        let p = rt.local_addr(base + 8 * i).cast::<u64>();
+        let p = rt.local_addr(base + CELL * i).cast::<u64>();
         // SAFETY: the counter lies in this PE's pool slot, 8-byte aligned,
         // inside the segment; peers only touch it with atomics.
         unsafe { AtomicU64::from_ptr(p) }.store(0, Ordering::Release);

@@ -13,9 +13,7 @@ int main(int argc, char **argv) {
     int culprit = n > 1 ? 1 : 0;
     const char *c = argc > 1 ? argv[1] : "";
     long local = 1;
-    if (strcmp(c, "heap") == 0) {
-        shmem_malloc((size_t)1 << 50); /* collective: every PE fails alike */
-    } else if (me == culprit) {
+    if (me == culprit) {
         if (strcmp(c, "pe") == 0) shmem_long_put(&word, &local, 1, n + 5);
         if (strcmp(c, "negative_pe") == 0) shmem_long_p(&word, 1, -1);
         if (strcmp(c, "address") == 0) shmem_long_put(&local, &local, 1, 0);

@@ -135,3 +135,42 @@ fn shmem_info_lists_the_collective_variables() {
     }
     assert!(out.stdout.contains("binomial"), "{out:?}");
 }
+
+/// The Rust API's side of the argument check (`coll_agree`): mismatched
+/// roots, counts and operators return the same error on every PE, write
+/// nothing, and leave the team usable; at 1, 2, 4 and 5 PEs and with the
+/// tree barrier.
+#[test]
+fn mismatched_arguments_are_errors_on_every_pe() {
+    let runs: [(usize, Option<(&str, &str)>); 5] = [
+        (1, None),
+        (2, None),
+        (4, None),
+        (5, None),
+        (5, Some(("FSHMEM_BARRIER_ALGO", "tree"))),
+    ];
+    for (n, env) in runs {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        let job = unique_job_id("agree");
+        let prog = example("coll_agree");
+        let mut cmd = oshrun_cmd(&[
+            "-n".as_ref(),
+            n.to_string().as_ref(),
+            "--job-id".as_ref(),
+            job.as_ref(),
+            prog.as_os_str(),
+        ]);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let out = run(&mut cmd, Duration::from_secs(60));
+        assert_eq!(out.code(), Some(0), "{n} PEs, {env:?}: {out:?}");
+        let line = format!("coll_agree: ok on {n} PEs");
+        assert!(
+            out.stdout.lines().any(|l| l == line),
+            "missing {line:?} in {out:?}"
+        );
+        let reports = out.stdout.matches("the PEs disagree").count();
+        assert_eq!(reports, if n == 1 { 0 } else { 6 * n }, "{out:?}");
+    }
+}

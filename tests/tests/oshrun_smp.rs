@@ -2,7 +2,9 @@
 //! counts (including more PEs than cores), failure propagation, signals,
 //! usage errors, and shared-memory cleanup.
 
-use fshmem_tests::{example, oshrun, oshrun_cmd, run, shm_files, spawn, unique_job_id, wait_for};
+use fshmem_tests::{
+    bin, example, oshrun, oshrun_cmd, run, shm_files, spawn, unique_job_id, wait_for,
+};
 use std::process::Command;
 use std::time::Duration;
 
@@ -239,6 +241,82 @@ fn unknown_conduit_is_refused() {
     let out = oshrun(&["-n", "2", "--conduit", "tcp", "true"]);
     assert_eq!(out.code(), Some(2), "{out:?}");
     assert!(out.stderr.contains("tcp"), "{out:?}");
+}
+
+#[test]
+fn a_bad_conduit_variable_is_an_error_naming_it() {
+    // Not silently smp: oshrun reads FSHMEM_CONDUIT when --conduit is not
+    // given, and refuses a value that names no conduit.
+    let out = run(
+        oshrun_cmd(&["-n", "2", "true"]).env("FSHMEM_CONDUIT", "tcp"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains("FSHMEM_CONDUIT=\"tcp\"")
+            && out.stderr.contains("smp, ipv6, fpga or ofi"),
+        "{out:?}"
+    );
+    // A good one is used: the PEs see it.
+    let out = run(
+        oshrun_cmd(&["-n", "1", "sh", "-c", "echo conduit=$FSHMEM_CONDUIT"])
+            .env("FSHMEM_CONDUIT", "smp"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert!(out.stdout.contains("conduit=smp"), "{out:?}");
+}
+
+#[test]
+fn shmem_info_lists_every_layers_variables() {
+    let out = run(
+        oshrun_cmd(&["-n".as_ref(), "2".as_ref(), bin("hello").as_os_str()])
+            .env("SHMEM_INFO", "1")
+            .env("FSHMEM_PEER_TIMEOUT", "7s"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    for var in [
+        "SHMEM_SYMMETRIC_SIZE",
+        "FSHMEM_REDUCE_ALGO",
+        "FSHMEM_WAIT_TIMEOUT",
+        "FSHMEM_IPV6_IMPAIR",
+        "FSHMEM_FPGA_WINDOW",
+        "FSHMEM_DEVSIM_IMPAIR",
+        "FSHMEM_OFI_PROVIDER",
+        "FSHMEM_RANK",
+        "FSHMEM_CONDUIT",
+    ] {
+        assert!(out.stdout.contains(var), "{var} missing: {out:?}");
+    }
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("FSHMEM_PEER_TIMEOUT"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("= 7s"),
+        "the value in force is shown: {line:?}"
+    );
+}
+
+#[test]
+fn a_bad_conduit_setting_stops_the_job_before_it_starts() {
+    for (var, bad) in [
+        ("FSHMEM_PEER_TIMEOUT", "soon"),
+        ("FSHMEM_IPV6_IMPAIR", "loss=90"),
+        ("FSHMEM_FPGA_WINDOW", "big"),
+    ] {
+        let out = run(
+            oshrun_cmd(&["-n", "2", "true"]).env(var, bad),
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.code(), Some(2), "{var}: {out:?}");
+        assert!(
+            out.stderr.contains(&format!("{var}={bad:?} is not valid")),
+            "{var}: {out:?}"
+        );
+    }
 }
 
 #[test]

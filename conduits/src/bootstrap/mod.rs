@@ -11,13 +11,19 @@
 //!   `SLURM_PROCID`/`SLURM_NTASKS` — so it also serves `srun` and any
 //!   other launcher.
 //! - [`pmi`]: MPICH Hydra's PMI-1 wire protocol on the descriptor
-//!   `PMI_FD`, so `mpiexec -n N prog` works with no other setup.
+//!   `PMI_FD`, so `mpiexec -n N prog` works with no other setup (Slurm's
+//!   `srun --mpi=pmi2` serves PMI-1 clients on the same descriptor).
+//! - [`pmix`]: a PMIx server's client library, loaded at run time, when
+//!   `PMIX_NAMESPACE` is set: Open MPI's `mpirun -n N prog` and Slurm's
+//!   `srun --mpi=pmix` (`FSHMEM_PMIX_LIBRARY` names the library when it is
+//!   not `libpmix.so.2` on the loader's path).
 //! - a singleton job of one PE needs neither.
 //!
 //! Every decoder of bootstrap messages takes untrusted bytes and reports
 //! malformed input as an error, never a panic.
 
 pub mod pmi;
+pub mod pmix;
 pub mod rendezvous;
 
 use crate::error::{ConduitError, Result};
@@ -100,7 +106,8 @@ pub(crate) fn check_blob(mine: &[u8]) -> Result<()> {
 }
 
 /// Where rank and size come from when `FSHMEM_RANK`/`FSHMEM_SIZE` are not
-/// set: Hydra's PMI variables, then Slurm's. `None` when neither is set.
+/// set: Hydra's PMI variables, then Slurm's, then Open MPI's `mpirun`'s.
+/// `None` when none is set.
 ///
 /// ```
 /// use conduits::bootstrap::launcher_rank_size;
@@ -117,6 +124,7 @@ pub fn launcher_rank_size(
     for (r, s, who) in [
         ("PMI_RANK", "PMI_SIZE", "pmi"),
         ("SLURM_PROCID", "SLURM_NTASKS", "slurm"),
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "ompi"),
     ] {
         match (get(r), get(s)) {
             (Some(rank), Some(size)) => {
@@ -146,21 +154,20 @@ pub fn launcher_rank_size(
     Ok(None)
 }
 
-/// Builds the bootstrap for PE `rank` of `size` from the environment read
-/// through `get`: the rendezvous when `FSHMEM_BOOTSTRAP` is set, PMI-1
-/// when `PMI_FD` is, nothing for a singleton; otherwise an error saying
-/// what to set.
+/// Builds the bootstrap for PE `rank` of `size` from the launcher's
+/// environment read through `get`: the rendezvous when `FSHMEM_BOOTSTRAP`
+/// is set (joined within the `FSHMEM_BOOTSTRAP_TIMEOUT` setting), PMI-1
+/// when `PMI_FD` is, PMIx (the `FSHMEM_PMIX_LIBRARY` setting names the
+/// library) when `PMIX_NAMESPACE` and `PMIX_RANK` are, nothing for a
+/// singleton; otherwise an error saying what to set.
 pub fn from_env(
     rank: usize,
     size: usize,
     get: impl Fn(&str) -> Option<String>,
+    settings: &crate::config::Settings,
 ) -> Result<Box<dyn Bootstrap>> {
     if let Some(addr) = get("FSHMEM_BOOTSTRAP") {
-        let timeout = match get("FSHMEM_BOOTSTRAP_TIMEOUT") {
-            Some(v) => crate::ipv6::parse_duration("FSHMEM_BOOTSTRAP_TIMEOUT", &v)?,
-            None => rendezvous::DEFAULT_TIMEOUT,
-        };
-        let c = rendezvous::Client::join(&addr, rank, size, timeout)?;
+        let c = rendezvous::Client::join(&addr, rank, size, settings.bootstrap_timeout)?;
         return Ok(Box::new(c));
     }
     if get("PMI_FD").is_some() {
@@ -174,12 +181,25 @@ pub fn from_env(
         }
         return Ok(Box::new(p));
     }
+    if pmix::launched(&get) {
+        let library = settings.pmix_library.as_deref().and_then(|p| p.to_str());
+        let p = pmix::Pmix::init(library)?;
+        if p.rank() != rank || p.size() != size {
+            return Err(ConduitError::Bootstrap(format!(
+                "PMIx says rank {} of {}, the job environment rank {rank} of {size}",
+                p.rank(),
+                p.size()
+            )));
+        }
+        return Ok(Box::new(p));
+    }
     if size == 1 {
         return Ok(Box::new(Single));
     }
     Err(ConduitError::Bootstrap(format!(
         "PE {rank} of {size}: no bootstrap service; set FSHMEM_BOOTSTRAP=host:port \
          (a rendezvous server, run by rank 0 when the address is its own), start the job \
-         with a PMI launcher (mpiexec) or with oshrun --conduit ipv6"
+         with a PMI or PMIx launcher (mpiexec, mpirun, srun --mpi=pmix) or with \
+         oshrun --conduit ipv6"
     )))
 }

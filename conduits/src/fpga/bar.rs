@@ -8,8 +8,8 @@
 //! directory whose `bar0` and `bar2` files play the same roles.
 //!
 //! [`find_boards`] scans `/sys/bus/pci/devices/*/{vendor,device}` for the
-//! board's PCI ids; [`Device::from_env`] honours `FSHMEM_FPGA_DEVICE`
-//! (a devsim directory or a PCI address such as `0000:3b:00.0`).
+//! board's PCI ids; [`Device::choose`] honours the `FSHMEM_FPGA_DEVICE`
+//! setting (a devsim directory or a PCI address such as `0000:3b:00.0`).
 //! [`Board::open`] maps both BARs and refuses, with an error naming what it
 //! found, a board whose `MAGIC` or major `VERSION` differ from this build's.
 
@@ -38,11 +38,11 @@ pub enum Device {
 }
 
 impl Device {
-    /// The device `FSHMEM_FPGA_DEVICE` names, or else the `index`-th board
-    /// found on the PCI bus.
-    pub fn from_env(index: usize) -> Result<Device> {
-        match std::env::var_os("FSHMEM_FPGA_DEVICE") {
-            Some(v) => Ok(Device::parse(Path::new(&v))),
+    /// The device `named` (the `FSHMEM_FPGA_DEVICE` setting), or else the
+    /// `index`-th board found on the PCI bus.
+    pub fn choose(named: Option<&Path>, index: usize) -> Result<Device> {
+        match named {
+            Some(v) => Ok(Device::parse(v)),
             None => {
                 let boards = find_boards(Path::new(SYSFS_PCI));
                 boards.get(index).cloned().ok_or_else(|| {
@@ -132,7 +132,7 @@ impl Bar {
     }
 
     /// As [`Bar::map`], at an address that is a multiple of `align` (BAR2,
-    /// the segment, at [`crate::SEGMENT_ALIGN`]).
+    /// the segment, at [`crate::aligned::SEGMENT_ALIGN`]).
     pub fn map_aligned(path: &Path, align: usize) -> Result<Bar> {
         let file = OpenOptions::new()
             .read(true)
@@ -299,7 +299,7 @@ impl Board {
         }
         let id = Identity::read(&bar0);
         id.check(&device)?;
-        let bar2 = Bar::map_aligned(&p2, crate::SEGMENT_ALIGN)?;
+        let bar2 = Bar::map_aligned(&p2, crate::aligned::SEGMENT_ALIGN)?;
         if (bar2.len() as u64) < id.window {
             return Err(ConduitError::Bootstrap(format!(
                 "{device}: BAR2 maps {} bytes but WINDOW_SIZE is {}",

@@ -1,28 +1,28 @@
-//! Starting and stopping a job's devsim boards.
+//! Starting and stopping a job's devsim boards (the `devsim` program of the
+//! `devsim` crate; this crate does not contain the board model).
 //!
 //! `oshrun --conduit fpga -n N` calls [`Boards::start`], which runs one
-//! *keeper* process (`devsim launch`); the keeper starts N board processes
-//! (`devsim board`), one per node, each in its directory
-//! `/dev/shm/fshmem-<job>-board<n>/` (`bar0`, `bar2`, `ports`, `pid`,
-//! `ready`). It collects every board's two UDP ports into the job-wide
-//! table, writes it to each board (`peers`), waits until every board is
-//! ready and reports the directories on its stdout. PE `n` then runs with
-//! `FSHMEM_FPGA_DEVICE` naming board `n`'s directory.
+//! *keeper* process (`devsim launch --job J --nodes N --dir PREFIX`) with
+//! the board settings as flags ([`board_flags`]: `--window`,
+//! `--peer-timeout`, `--impair`, `--fault`, from the `FSHMEM_FPGA_WINDOW`,
+//! `FSHMEM_PEER_TIMEOUT`, `FSHMEM_DEVSIM_IMPAIR` and `FSHMEM_DEVSIM_FAULT`
+//! settings: devsim reads no environment). The keeper starts N boards,
+//! board `n` in `/dev/shm/fshmem-<job>-board<n>/` ([`board_dir`]), and
+//! reports their directories on its stdout once they are ready. PE `n`
+//! then runs with `FSHMEM_FPGA_DEVICE` naming board `n`'s directory, and
+//! reaches its board only through the BAR files there.
 //!
-//! Stopping is closing the keeper's stdin: it stops the boards (SIGTERM),
-//! waits for them and removes their directories. The keeper and the boards
-//! also stop on SIGTERM/SIGINT/SIGHUP and when their parent dies
-//! (`PR_SET_PDEATHSIG`), removing their files, and [`remove_job_boards`]
-//! removes whatever a killed job left.
+//! Stopping is closing the keeper's stdin: it stops the boards, waits for
+//! them and removes their directories. The keeper and the boards also stop
+//! on SIGTERM/SIGINT/SIGHUP and when their parent dies, removing their
+//! files, and [`remove_job_boards`] removes whatever a killed job left.
 
-use super::devsim::compute::GemmCore;
-use super::devsim::link::ReliableLink;
-use super::devsim::{BoardModel, DEFAULT_WINDOW, Fault};
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::config::Settings;
+use gasnet_core::config::{ConfigValue, format_duration, format_size};
+use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -39,7 +39,8 @@ pub fn board_root() -> PathBuf {
     }
 }
 
-/// Board `n`'s directory for job `job`.
+/// Board `n`'s directory for job `job` (the keeper is given the prefix
+/// `board_dir(job, n)` without `n`).
 pub fn board_dir(job: &str, n: usize) -> PathBuf {
     board_root().join(format!("fshmem-{job}-board{n}"))
 }
@@ -56,16 +57,57 @@ pub fn remove_job_boards(job: &str) -> usize {
         .count()
 }
 
-/// The devsim executable: `FSHMEM_DEVSIM`, else `devsim` next to this
-/// program.
-pub fn devsim_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("FSHMEM_DEVSIM") {
-        return PathBuf::from(p);
+/// The devsim executable: the `FSHMEM_DEVSIM` setting, else `devsim` next
+/// to this program (oshrun and devsim are built into one directory), else
+/// `devsim` on `PATH`; an error naming every place looked at when there is
+/// none.
+pub fn devsim_path(settings: &Settings) -> Result<PathBuf, String> {
+    if let Some(p) = &settings.devsim {
+        return if p.is_file() {
+            Ok(p.clone())
+        } else {
+            Err(format!(
+                "FSHMEM_DEVSIM={} names no file (the devsim board simulator)",
+                p.display()
+            ))
+        };
     }
-    std::env::current_exe()
+    let beside = std::env::current_exe()
         .ok()
-        .and_then(|p| p.parent().map(|d| d.join("devsim")))
-        .unwrap_or_else(|| PathBuf::from("devsim"))
+        .and_then(|p| p.parent().map(|d| d.join("devsim")));
+    if let Some(p) = beside.as_ref().filter(|p| p.is_file()) {
+        return Ok(p.clone());
+    }
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|v| std::env::split_paths(&v).collect::<Vec<_>>())
+        .map(|d| d.join("devsim"))
+        .find(|p| p.is_file());
+    on_path.ok_or_else(|| {
+        format!(
+            "the devsim board simulator is missing: not beside this program ({}) nor on PATH; \
+             build it with `cargo build --release -p devsim` or name it with FSHMEM_DEVSIM",
+            beside.map_or_else(|| "?".to_string(), |p| p.display().to_string())
+        )
+    })
+}
+
+/// The flags that carry the board settings to `devsim launch` and
+/// `devsim board`.
+pub fn board_flags(settings: &Settings) -> Vec<String> {
+    let mut v = vec![
+        "--window".to_string(),
+        format_size(settings.fpga_window),
+        "--peer-timeout".to_string(),
+        format_duration(settings.peer_timeout),
+        "--fault".to_string(),
+        settings.devsim_fault.clone(),
+    ];
+    if let Some(f) = settings.devsim_impair {
+        v.push("--impair".to_string());
+        v.push(f.show_value());
+    }
+    v
 }
 
 /// A running set of boards (the keeper process).
@@ -92,13 +134,17 @@ fn child_setup(sig: libc::c_int) {
 }
 
 impl Boards {
-    /// Starts `n` devsim boards for job `job` and waits until they are
-    /// ready. The DDR window is `FSHMEM_FPGA_WINDOW` bytes if set.
-    pub fn start(job: &str, n: usize) -> Result<Boards, String> {
+    /// Starts `n` devsim boards for job `job`, configured by `settings`
+    /// ([`board_flags`]), and waits until they are ready.
+    pub fn start(job: &str, n: usize, settings: &Settings) -> Result<Boards, String> {
         remove_job_boards(job);
-        let exe = devsim_path();
+        let exe = devsim_path(settings)?;
+        let prefix = board_root().join(format!("fshmem-{job}-board"));
         let mut cmd = Command::new(&exe);
         cmd.args(["launch", "--job", job, "--nodes", &n.to_string()])
+            .arg("--dir")
+            .arg(&prefix)
+            .args(board_flags(settings))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -109,9 +155,12 @@ impl Boards {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            format!(
+                "cannot start the devsim board simulator {}: {e}",
+                exe.display()
+            )
+        })?;
         let stdin = child.stdin.take();
         let out = child.stdout.take().ok_or("no keeper stdout")?;
         let (tx, lines) = mpsc::channel();
@@ -197,276 +246,4 @@ impl Drop for Boards {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_stop_handlers() {
-    // SAFETY: the handler only stores to an atomic (async-signal-safe);
-    // unblocking signals affects only this process.
-    unsafe {
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
-        }
-    }
-}
-
-fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.as_str())
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, mul) = match s.chars().last() {
-        Some('K' | 'k') => (&s[..s.len() - 1], 1u64 << 10),
-        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
-        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|v| v.checked_mul(mul))
-        .ok_or_else(|| format!("{s:?} is not a size (e.g. 1G, 256M)"))
-}
-
-fn window_from_env() -> Result<u64, String> {
-    match std::env::var("FSHMEM_FPGA_WINDOW") {
-        Ok(v) => parse_size(&v).map_err(|e| format!("FSHMEM_FPGA_WINDOW: {e}")),
-        Err(_) => Ok(DEFAULT_WINDOW),
-    }
-}
-
-fn wait_file(path: &Path, timeout: Duration) -> Result<String, String> {
-    let start = Instant::now();
-    loop {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if s.ends_with('\n') {
-                return Ok(s);
-            }
-        }
-        if STOP.load(Ordering::Relaxed) {
-            return Err("stopped".to_string());
-        }
-        if start.elapsed() > timeout {
-            return Err(format!(
-                "{} did not appear within {timeout:?}",
-                path.display()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(tmp, path)
-}
-
-/// `devsim board --dir D --node N --nodes M [--fault F]`: one board
-/// process. Returns the exit status.
-pub fn board_main(args: &[String]) -> Result<(), String> {
-    install_stop_handlers();
-    let dir = PathBuf::from(flag(args, "--dir").ok_or("--dir is required")?);
-    let node: u16 = flag(args, "--node")
-        .ok_or("--node is required")?
-        .parse()
-        .map_err(|_| "--node takes a node id")?;
-    let nodes: u16 = flag(args, "--nodes")
-        .ok_or("--nodes is required")?
-        .parse()
-        .map_err(|_| "--nodes takes a count")?;
-    let window = match flag(args, "--window") {
-        Some(w) => parse_size(w)?,
-        None => window_from_env()?,
-    };
-    let fault: Fault = match flag(args, "--fault") {
-        Some(f) => f.parse()?,
-        None => std::env::var("FSHMEM_DEVSIM_FAULT")
-            .unwrap_or_default()
-            .parse()?,
-    };
-    let result = (|| -> Result<(), String> {
-        let peer_timeout = match std::env::var("FSHMEM_PEER_TIMEOUT") {
-            Ok(v) => {
-                crate::ipv6::parse_duration("FSHMEM_PEER_TIMEOUT", &v).map_err(|e| e.to_string())?
-            }
-            Err(_) => crate::ipv6::DEFAULT_PEER_TIMEOUT,
-        };
-        let impair = match std::env::var("FSHMEM_DEVSIM_IMPAIR") {
-            Ok(v) => Some(
-                crate::ipv6::parse_impair_var("FSHMEM_DEVSIM_IMPAIR", &v)
-                    .map_err(|e| e.to_string())?,
-            ),
-            Err(_) => None,
-        };
-        let mut link = ReliableLink::bind(node, peer_timeout, impair)
-            .map_err(|e| format!("cannot bind link ports: {e}"))?;
-        let ports = link.local_ports().map_err(|e| e.to_string())?;
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_atomically(&dir.join("pid"), &format!("{}\n", std::process::id()))
-            .map_err(|e| e.to_string())?;
-        write_atomically(&dir.join("ports"), &format!("{} {}\n", ports[0], ports[1]))
-            .map_err(|e| e.to_string())?;
-        let table = wait_file(&dir.join("peers"), START_TIMEOUT)?;
-        let peers = parse_peers(&table)?;
-        if peers.len() != nodes as usize {
-            return Err(format!(
-                "peer table lists {} boards, expected {nodes}",
-                peers.len()
-            ));
-        }
-        link.set_peers(&peers);
-        let mut board = BoardModel::create(
-            &dir,
-            node,
-            nodes,
-            window,
-            Box::new(link),
-            Box::new(GemmCore::new()),
-            fault,
-        )
-        .map_err(|e| format!("cannot create board files in {}: {e}", dir.display()))?;
-        write_atomically(&dir.join("ready"), "ready\n").map_err(|e| e.to_string())?;
-        board.run(&STOP);
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    result
-}
-
-fn parse_peers(s: &str) -> Result<Vec<[u16; 2]>, String> {
-    s.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Vec<u16> = l
-                .split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            match v[..] {
-                [a, b] => Ok([a, b]),
-                _ => Err(format!("bad peer table line {l:?}")),
-            }
-        })
-        .collect()
-}
-
-/// `devsim launch --job J --nodes N`: the keeper. Prints `ready <dirs>`
-/// (tab-separated) when every board is up, stops them when stdin closes.
-pub fn keeper_main(args: &[String]) -> Result<(), String> {
-    install_stop_handlers();
-    let job = flag(args, "--job").ok_or("--job is required")?.to_string();
-    let nodes: usize = flag(args, "--nodes")
-        .ok_or("--nodes is required")?
-        .parse()
-        .map_err(|_| "--nodes takes a count")?;
-    if nodes == 0 || nodes > u16::MAX as usize {
-        return Err(format!("--nodes {nodes} out of range"));
-    }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dirs: Vec<PathBuf> = (0..nodes).map(|n| board_dir(&job, n)).collect();
-    let mut children: Vec<Child> = Vec::new();
-    let result = (|| -> Result<(), String> {
-        for (n, d) in dirs.iter().enumerate() {
-            let mut cmd = Command::new(&exe);
-            cmd.arg("board")
-                .arg("--dir")
-                .arg(d)
-                .args(["--node", &n.to_string(), "--nodes", &nodes.to_string()])
-                .stdin(Stdio::null());
-            // SAFETY: the closure only makes async-signal-safe system calls.
-            unsafe {
-                cmd.pre_exec(|| {
-                    child_setup(libc::SIGTERM);
-                    Ok(())
-                });
-            }
-            children.push(
-                cmd.spawn()
-                    .map_err(|e| format!("cannot start board {n}: {e}"))?,
-            );
-        }
-        let mut table = String::new();
-        for d in &dirs {
-            table.push_str(&wait_file(&d.join("ports"), START_TIMEOUT)?);
-        }
-        for d in &dirs {
-            write_atomically(&d.join("peers"), &table).map_err(|e| e.to_string())?;
-        }
-        for d in &dirs {
-            wait_file(&d.join("ready"), START_TIMEOUT)?;
-        }
-        let list: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "ready {}", list.join("\t")).map_err(|e| e.to_string())?;
-        out.flush().map_err(|e| e.to_string())?;
-        drop(out);
-        // Wait for stdin to close or a stop signal. A board that dies is
-        // reported but the others keep serving: the PEs' liveness checks
-        // name the PE whose board is gone, and the launcher ends the job.
-        let mut reported = vec![false; children.len()];
-        let (tx, rx) = mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            let mut sink = [0u8; 64];
-            let mut stdin = std::io::stdin();
-            while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-            let _ = tx.send(());
-        });
-        loop {
-            if STOP.load(Ordering::Relaxed) {
-                break;
-            }
-            match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-            for (n, c) in children.iter_mut().enumerate() {
-                if reported[n] {
-                    continue;
-                }
-                if let Ok(Some(st)) = c.try_wait() {
-                    reported[n] = true;
-                    crate::report!(
-                        "devsim: board {n} (pid {}) stopped unexpectedly ({st})",
-                        c.id()
-                    );
-                    let _ = std::fs::remove_dir_all(&dirs[n]);
-                }
-            }
-        }
-        Ok(())
-    })();
-    for c in &mut children {
-        if matches!(c.try_wait(), Ok(None)) {
-            // SAFETY: our unreaped child; signalling it cannot hit another process.
-            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(3);
-    for c in &mut children {
-        while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if matches!(c.try_wait(), Ok(None)) {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-    for d in &dirs {
-        let _ = std::fs::remove_dir_all(d);
-    }
-    if let Err(e) = &result {
-        println!("error {e}");
-    }
-    result
 }

@@ -1,7 +1,9 @@
 //! The FPGA conduit: a PE drives its board through the BARs.
 //!
 //! Each PE owns one board (a PCIe FPGA with a hardware GASNet core, or a
-//! [`devsim`] model of one). [`FpgaConduit::attach`] maps the board's BARs
+//! model of one, the `devsim` program, whose BARs are files; the conduit
+//! cannot tell them apart and contains no part of the model).
+//! [`Lifecycle::attach`] maps the board's BARs
 //! ([`bar`]), checks `MAGIC`/`VERSION`, resets and configures it
 //! (`spec/registers.md` §6.4), runs a health check over every memory path
 //! and joins the job with a bootstrap barrier.
@@ -13,14 +15,14 @@
 //!
 //! | segment offset | what |
 //! |---|---|
-//! | `0 .. L` | the symmetric segment ([`Conduit::segment_len`] = `L`) |
+//! | `0 .. L` | the symmetric segment ([`Segments::segment_len`] = `L`) |
 //! | `L' ..` (`L` rounded up to 4 KiB) | bootstrap area: barrier counters, the global-exit word, two generations of exchange slots |
 //! | then 16 KiB | the attach health check's scratch |
 //! | then 4 MiB | staging ring: put sources and get landing areas |
 //!
 //! followed (outside the segment) by the receive bounce buffers. The
 //! symmetric segment is the BAR2 window itself, so
-//! [`Conduit::peer_segment`] returns it for this PE and `None` for others.
+//! [`Segments::peer_segment`] returns it for this PE and `None` for others.
 //!
 //! # Commands
 //!
@@ -39,19 +41,31 @@
 //! segment short-circuit through the window, except atomics, which go
 //! through the board so that they are atomic with respect to remote ones.
 //!
+//! # Contexts
+//!
+//! Every command carries the `COMPLETION` flag and its tag maps to the
+//! context ([`CtxId`]) that issued it; the host counts each context's
+//! outstanding commands. `quiet` on a context waits until its count is
+//! zero (a Put completes when the target acknowledged every byte, an
+//! atomic when it was applied, `spec/registers.md` §7.5, §7.7), so it
+//! returns while another context still waits for a slow target. A board
+//! has one command queue: `fence` is a Fence descriptor, which orders
+//! every context's later commands after every earlier one (stronger than
+//! the contract asks, never weaker).
+//!
 //! # Active messages
 //!
 //! Requests and replies are AM descriptors (Medium/Long payloads staged);
 //! incoming messages for host handlers arrive in the receive queue and are
-//! dispatched from [`Conduit::poll`] through the [`HandlerTable`]; a
+//! dispatched from [`ActiveMessages::poll`] through the [`HandlerTable`]; a
 //! handler's reply is an AM reply descriptor.
 //!
 //! # Bootstrap
 //!
 //! No side channel is needed: boards know their node ids, so the bootstrap
-//! services run through the boards. [`Conduit::barrier`] is a dissemination
+//! services run through the boards. [`JobBootstrap::barrier`] is a dissemination
 //! barrier of board atomics on counters in each PE's bootstrap area,
-//! awaited with window loads; [`Conduit::exchange`] puts each contribution
+//! awaited with window loads; [`JobBootstrap::exchange`] puts each contribution
 //! into slot `rank` of every PE's exchange area and then runs a barrier.
 //! Two generations of slots alternate, so a fast PE never overwrites slots
 //! a slow one is reading. Packets that reach a board before its host has
@@ -60,28 +74,51 @@
 //!
 //! # Failure
 //!
-//! At attach the PEs exchange their process ids, their devsim boards'
-//! process ids and directories, and their host names. Every wait of the
-//! conduit, and [`Conduit::poll`] at most every 10 ms, runs the slow
-//! checks: a global exit (the exit word; the process then exits as a job
-//! exit, [`crate::wait::note_job_exit`]), `ERR_STATUS.PEER_TIMEOUT` of this
-//! PE's board (a link peer that stopped answering for the peer timeout,
-//! named by `ERR_INFO`), a peer PE on this host whose process ended without
-//! finalizing ([`FINALIZED_MARK`] in its board directory says it did), a
-//! peer's or this PE's board process that is gone. Each fails the call with
-//! [`ConduitError::PeerFailed`] naming the PE. Waits that make no progress
-//! for `FSHMEM_WAIT_TIMEOUT` fail with [`ConduitError::Timeout`] naming
-//! what they await.
+//! The conduit learns everything about its board from the board's
+//! registers and its segment, as it would from real hardware
+//! (`spec/registers.md` §4.4, §4.7, §5.1); it reads no file of the board
+//! model. At attach the PEs exchange their process ids and host names.
+//! Every wait of the conduit, and [`ActiveMessages::poll`] at most every
+//! 10 ms, runs the slow checks:
+//!
+//! - a global exit (the exit word; the process then exits as a job exit,
+//!   [`crate::wait::exit_job`]);
+//! - `ERR_STATUS.PEER_TIMEOUT` of this PE's board: a link peer that stopped
+//!   answering for the peer timeout, named by `ERR_INFO`;
+//! - this PE's board: its `UPTIME` register stood still for the peer timeout
+//!   (the board stopped), or `MAGIC` no longer reads right (it is gone);
+//! - a peer PE on this host whose process ended: the conduit reads the
+//!   peer's *state word* in the peer's segment with an atomic fetch through
+//!   the board network (`spec/registers.md` §5.1); it finalized, or it
+//!   failed, or it left because the PE it names failed — followed to the PE
+//!   that failed first, which this PE records in its own state word before
+//!   it leaves.
+//!
+//! Each fails the call with [`ConduitError::PeerFailed`] naming the PE.
+//! Waits that make no progress for `FSHMEM_WAIT_TIMEOUT` fail with
+//! [`ConduitError::Timeout`] naming what they await.
 
+mod am;
 pub mod bar;
-pub mod devsim;
+mod health;
+mod host;
 pub mod launch;
+mod liveness;
 pub mod queue;
 
-use crate::error::{ConduitError, Result, check_pe, check_range, check_word, root_of};
+use am::RxMsg;
+pub use health::HealthPath;
+use host::{CtxState, Host, Stage, Waiter, round_up};
+use liveness::{POLL_CHECK_CALLS, POLL_CHECK_INTERVAL, PeerInfo, STATE_FINALIZED};
+
+use crate::contract::{
+    ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
+    SignalOp,
+};
+use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
+use crate::liveness::{host_name, process_alive, root_of};
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
 use bar::{Board, Device};
 use gasnet_core::cmd::{
     self, AmBody, Args, Common, Completion, Descriptor, Inline, Local, MAX_INLINE, RxEntry, ctrl,
@@ -89,14 +126,17 @@ use gasnet_core::cmd::{
 };
 use gasnet_core::engine::layout::engine_owned;
 use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, NodeId, ReplySink, Token};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use queue::Rings;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-/// Largest contribution to [`Conduit::exchange`].
+/// Largest contribution to [`JobBootstrap::exchange`].
 pub const EXCHANGE_MAX: usize = 1024;
+/// Contexts a PE can have at once, the default one included.
+pub const MAX_CONTEXTS: usize = 1024;
 /// Bytes of the staging ring.
 pub const STAGE_BYTES: u64 = 4 << 20;
 /// Largest piece one staged put or get moves.
@@ -110,17 +150,14 @@ const BRING_UP: Duration = Duration::from_secs(20);
 /// Slow checks (board liveness, global exit) every this many yields.
 const CHECK_PERIOD: u64 = 512;
 
-const fn round_up(v: u64, to: u64) -> u64 {
-    v.div_ceil(to) * to
-}
-
 /// Where things live in the board's segment (offsets from `SEG_BASE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// The symmetric segment's length.
     pub segment_len: u64,
     /// Bootstrap area: barrier counters at `+0` (64 × 8 bytes), the
-    /// global-exit word at `+512`, exchange slots from `+4096`.
+    /// global-exit word at `+512`, the PE's state word at `+520`, exchange
+    /// slots from `+4096`.
     pub boot: u64,
     /// Health-check scratch.
     pub health: u64,
@@ -163,99 +200,15 @@ impl Layout {
         self.boot + 512
     }
 
+    /// This PE's state word (`spec/registers.md` §5.1): bit 0 finalized,
+    /// bits 63:32 the PE that failed first plus one.
+    pub fn state_word(&self) -> u64 {
+        self.boot + 520
+    }
+
     fn slot(&self, generation: u64, size: usize, rank: usize) -> u64 {
         self.boot + 4096 + ((generation % 2) * size as u64 + rank as u64) * SLOT
     }
-}
-
-/// A ring allocator over the staging area: allocations are freed in any
-/// order and reclaimed in allocation order.
-#[derive(Debug)]
-struct Stage {
-    base: u64,
-    size: u64,
-    head: u64,
-    tail: u64,
-    allocs: VecDeque<(u64, u64, bool)>,
-    next_id: u64,
-}
-
-impl Stage {
-    fn new(base: u64, size: u64) -> Stage {
-        Stage {
-            base,
-            size,
-            head: 0,
-            tail: 0,
-            allocs: VecDeque::new(),
-            next_id: 0,
-        }
-    }
-
-    /// `(id, segment offset)` of `len` free bytes, or `None` for now.
-    fn alloc(&mut self, len: u64) -> Option<(u64, u64)> {
-        let len = round_up(len.max(1), 64);
-        let mut start = self.tail;
-        let off = start % self.size;
-        if off + len > self.size {
-            start += self.size - off;
-        }
-        if start + len - self.head > self.size {
-            return None;
-        }
-        self.next_id += 1;
-        self.allocs.push_back((self.next_id, start + len, false));
-        self.tail = start + len;
-        Some((self.next_id, self.base + start % self.size))
-    }
-
-    fn free(&mut self, id: u64) {
-        if let Some(a) = self.allocs.iter_mut().find(|a| a.0 == id) {
-            a.2 = true;
-        }
-        while let Some(&(_, end, true)) = self.allocs.front() {
-            self.head = end;
-            self.allocs.pop_front();
-        }
-        if self.allocs.is_empty() {
-            self.head = self.tail;
-        }
-    }
-}
-
-/// What to do when a tagged completion arrives.
-#[derive(Debug)]
-enum Waiter {
-    /// Free a staging allocation.
-    Free(u64),
-    /// Copy a landed get out of staging into host memory, then free it.
-    CopyOut {
-        id: u64,
-        from: u64,
-        dst: *mut u8,
-        len: usize,
-    },
-    /// Keep the completion for a blocking caller.
-    Keep,
-}
-
-#[derive(Debug)]
-struct Host {
-    rings: Rings,
-    next_tag: u32,
-    waiting: HashMap<u32, Waiter>,
-    done: HashMap<u32, Completion>,
-    stage: Stage,
-    error: Option<ConduitError>,
-    /// Something was issued since the last quiet.
-    dirty: bool,
-}
-
-/// One received active message, copied out of the receive queue.
-#[derive(Debug)]
-struct RxMsg {
-    entry: RxEntry,
-    payload: Vec<u8>,
 }
 
 /// A PE attached to its board. `Send + Sync`; the rings are behind a lock.
@@ -273,72 +226,22 @@ pub struct FpgaConduit {
     barrier_epoch: AtomicU64,
     exchange_generation: AtomicU64,
     finalized: AtomicBool,
-    board_pid: Option<i32>,
     /// Every PE's liveness facts, learnt at attach.
     peers: OnceLock<Vec<PeerInfo>>,
-    /// Calls of [`Conduit::poll`] (its liveness check is rate-limited).
+    /// Peers found finalized (their exit is not a failure).
+    peer_finalized: Box<[AtomicBool]>,
+    /// A peer check is running on this thread's stack (its fetch waits
+    /// must not start another).
+    checking_peers: AtomicBool,
+    /// The last `UPTIME` read and when it last moved.
+    uptime: Mutex<(u64, Instant)>,
+    /// How long the board's `UPTIME` may stand still (the peer timeout).
+    board_timeout: Duration,
+    /// Calls of [`ActiveMessages::poll`] (its liveness check is rate-limited).
     polls: AtomicU32,
-    /// When [`Conduit::poll`] last ran the slow checks (ns since `born`).
+    /// When [`ActiveMessages::poll`] last ran the slow checks (ns since `born`).
     last_check: AtomicU64,
     born: Instant,
-}
-
-/// What the liveness check knows of a PE.
-#[derive(Clone, Debug)]
-struct PeerInfo {
-    /// Its process id (0: unknown).
-    pid: u32,
-    /// Its board's process id (devsim; 0: none or unknown).
-    board_pid: u32,
-    /// Its board's directory (devsim), where it marks its finalize.
-    dir: Option<std::path::PathBuf>,
-    /// It runs on this host, so its pids mean something here.
-    checkable: bool,
-}
-
-/// The file a PE creates in its devsim board's directory once it has
-/// finalized: from then on its exit is not a failure.
-pub const FINALIZED_MARK: &str = "finalized";
-
-/// The file a PE creates in its devsim board's directory when it found that
-/// another PE failed, holding that PE's number: a PE that then sees this one
-/// gone blames the PE named there.
-pub const CAUSE_MARK: &str = "cause";
-
-/// [`Conduit::poll`] considers the slow checks every this many calls...
-const POLL_CHECK_CALLS: u32 = 256;
-/// ...and runs them when this long has passed since the last time.
-const POLL_CHECK_INTERVAL: Duration = Duration::from_millis(10);
-
-/// Whether process `pid` exists and is not a zombie.
-fn process_alive(pid: u32) -> bool {
-    let Ok(p) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill with signal 0 only checks existence and permission.
-    let r = unsafe { libc::kill(p, 0) };
-    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
-        return false;
-    }
-    // A zombie has exited; its parent has not collected it yet.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(st) => st
-            .rsplit_once(')')
-            .is_none_or(|(_, rest)| rest.trim_start().as_bytes().first() != Some(&b'Z')),
-        Err(_) => r == 0,
-    }
-}
-
-/// This host's name.
-fn host_name() -> String {
-    let mut b = [0u8; 256];
-    // SAFETY: gethostname writes at most `b.len()` bytes into `b`.
-    let r = unsafe { libc::gethostname(b.as_mut_ptr().cast(), b.len()) };
-    if r != 0 {
-        return String::new();
-    }
-    let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..n]).replace(char::is_whitespace, "_")
 }
 
 // SAFETY: the raw pointers name the BAR2 mapping owned by `board`, which
@@ -360,94 +263,7 @@ impl std::fmt::Debug for FpgaConduit {
     }
 }
 
-/// A memory path the attach health check exercises.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HealthPath {
-    /// Host stores through the BAR2 window, read back by a Get descriptor.
-    WindowToGet,
-    /// An inline Put descriptor, read back with BAR2 window loads.
-    InlinePutToWindow,
-    /// A Put descriptor sourcing the segment (board DMA read), read back
-    /// with window loads.
-    SegmentPutToWindow,
-    /// An Atomic descriptor: its fetched value and the word in the window.
-    Atomic,
-}
-
-impl std::fmt::Display for HealthPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            HealthPath::WindowToGet => "BAR2 window store -> Get descriptor",
-            HealthPath::InlinePutToWindow => "inline Put descriptor -> BAR2 window load",
-            HealthPath::SegmentPutToWindow => {
-                "segment Put descriptor (board DDR read) -> BAR2 window load"
-            }
-            HealthPath::Atomic => "Atomic descriptor (fetched value and DDR word)",
-        })
-    }
-}
-
-fn status_error(pe: usize, c: &Completion) -> ConduitError {
-    ConduitError::PeerFailed {
-        pe,
-        reason: format!(
-            "board reported {} for opcode {:#04x} (tag {}, detail {})",
-            c.status, c.opcode, c.tag, c.detail
-        ),
-    }
-}
-
 impl FpgaConduit {
-    /// Attaches PE `job.rank` to the board `FSHMEM_FPGA_DEVICE` names (or
-    /// the `rank`-th board on the PCI bus) with a `segment_len`-byte
-    /// segment. Collective: ends with a barrier over the job.
-    pub fn attach(job: &JobEnv, segment_len: usize) -> Result<FpgaConduit> {
-        let device = Device::from_env(job.rank)?;
-        let c = FpgaConduit::open(device, job.rank, job.size, segment_len)?;
-        c.health_check()?;
-        c.barrier()?;
-        c.learn_peers()?;
-        Ok(c)
-    }
-
-    /// Exchanges what the liveness check needs: every PE's process id,
-    /// its board's (devsim) and board directory, and its host name (pids
-    /// are only checked between PEs on one host). Collective.
-    fn learn_peers(&self) -> Result<()> {
-        let host = host_name();
-        let dir = match &self.board.device {
-            Device::Devsim(d) => d.display().to_string(),
-            Device::Pci(_) => String::new(),
-        };
-        let mine = format!(
-            "{} {} {host}\n{dir}",
-            std::process::id(),
-            self.board_pid.unwrap_or(0)
-        );
-        let mut b = mine.into_bytes();
-        b.truncate(EXCHANGE_MAX);
-        let all = self.exchange(&b)?;
-        let peers = all
-            .iter()
-            .map(|v| {
-                let t = String::from_utf8_lossy(v);
-                let (head, dir) = t.split_once('\n').unwrap_or((&t, ""));
-                let mut f = head.split_whitespace();
-                let pid = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
-                let board_pid = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
-                let same_host = f.next() == Some(host.as_str());
-                PeerInfo {
-                    pid,
-                    board_pid,
-                    dir: (!dir.is_empty()).then(|| std::path::PathBuf::from(dir)),
-                    checkable: same_host,
-                }
-            })
-            .collect();
-        let _ = self.peers.set(peers);
-        Ok(())
-    }
-
     /// Opens, resets and configures a board for PE `rank` of `size`,
     /// without the health check and bootstrap barrier of
     /// [`FpgaConduit::attach`] (for tests and tools).
@@ -513,16 +329,7 @@ impl FpgaConduit {
             )));
         }
         let rings = Rings::after_reset(bar0);
-        if let Device::Devsim(d) = &board.device {
-            let _ = std::fs::remove_file(d.join(FINALIZED_MARK));
-            let _ = std::fs::remove_file(d.join(CAUSE_MARK));
-        }
-        let board_pid = match &board.device {
-            Device::Devsim(d) => std::fs::read_to_string(d.join("pid"))
-                .ok()
-                .and_then(|s| s.trim().parse().ok()),
-            Device::Pci(_) => None,
-        };
+        let uptime = bar0.read64(regs::UPTIME_LO);
         let seg = board.bar2.ptr();
         Ok(FpgaConduit {
             rank,
@@ -533,9 +340,12 @@ impl FpgaConduit {
                 rings,
                 next_tag: 0,
                 waiting: HashMap::new(),
+                ctxs: vec![CtxState {
+                    live: true,
+                    ..CtxState::default()
+                }],
                 done: HashMap::new(),
                 stage: Stage::new(layout.stage, STAGE_BYTES),
-                error: None,
                 dirty: false,
             }),
             board,
@@ -545,8 +355,11 @@ impl FpgaConduit {
             barrier_epoch: AtomicU64::new(0),
             exchange_generation: AtomicU64::new(0),
             finalized: AtomicBool::new(false),
-            board_pid,
             peers: OnceLock::new(),
+            peer_finalized: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            checking_peers: AtomicBool::new(false),
+            uptime: Mutex::new((uptime, Instant::now())),
+            board_timeout: Duration::from_secs(10),
             polls: AtomicU32::new(0),
             last_check: AtomicU64::new(0),
             born: Instant::now(),
@@ -568,6 +381,13 @@ impl FpgaConduit {
         self.reap(&mut h)
     }
 
+    /// Commands of context `ctx` whose completion has not arrived yet.
+    pub fn outstanding(&self, ctx: CtxId) -> Result<u64> {
+        let mut h = self.lock();
+        self.reap(&mut h);
+        Ok(h.ctx(ctx)?.outstanding)
+    }
+
     /// The segment layout in use.
     pub fn layout(&self) -> Layout {
         self.layout
@@ -577,737 +397,9 @@ impl FpgaConduit {
     pub fn board(&self) -> &Board {
         &self.board
     }
-
-    fn lock(&self) -> MutexGuard<'_, Host> {
-        self.host.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    #[inline(always)]
-    fn win(&self, off: u64) -> *mut u8 {
-        self.seg.wrapping_add(off as usize)
-    }
-
-    /// Handles one completion.
-    fn settle(&self, h: &mut Host, c: Completion) {
-        let w = h.waiting.remove(&c.tag);
-        if !c.status.is_ok() && h.error.is_none() && !matches!(w, Some(Waiter::Keep)) {
-            h.error = Some(status_error(c.target as usize, &c));
-        }
-        match w {
-            Some(Waiter::Free(id)) => h.stage.free(id),
-            Some(Waiter::CopyOut { id, from, dst, len }) => {
-                if c.status.is_ok() {
-                    // SAFETY: `from..from+len` is a staging allocation in the
-                    // window; `dst` is valid for `len` bytes until the quiet
-                    // that reaps this (get_nbi's contract) or until the
-                    // blocking get returns.
-                    unsafe { std::ptr::copy_nonoverlapping(self.win(from), dst, len) };
-                }
-                h.stage.free(id);
-            }
-            Some(Waiter::Keep) => {
-                h.done.insert(c.tag, c);
-            }
-            None => {}
-        }
-    }
-
-    /// Reaps every completion the board has written; returns how many.
-    fn reap(&self, h: &mut Host) -> usize {
-        let mut n = 0;
-        while let Some(r) = h.rings.poll_cq(&self.board.bar0) {
-            n += 1;
-            match r {
-                Ok(c) => self.settle(h, c),
-                Err(e) => {
-                    h.error.get_or_insert(ConduitError::PeerFailed {
-                        pe: self.rank,
-                        reason: format!("board wrote a malformed completion: {e}"),
-                    });
-                }
-            }
-        }
-        n
-    }
-
-    /// One step of a wait: the slow checks now and then, the wait
-    /// timeout (`FSHMEM_WAIT_TIMEOUT`, naming `what` is awaited), then a
-    /// backoff step.
-    fn step_wait<S: std::fmt::Display>(
-        &self,
-        b: &mut Backoff,
-        what: impl FnOnce() -> S,
-    ) -> Result<()> {
-        if b.every(CHECK_PERIOD) {
-            self.slow_checks()?;
-        }
-        if let Some(waited) = b.timed_out() {
-            return Err(ConduitError::Timeout {
-                what: what().to_string(),
-                waited,
-            });
-        }
-        b.snooze();
-        Ok(())
-    }
-
-    /// Slow checks during long waits and, rate-limited, in [`Conduit::poll`]:
-    /// the job was ended (global exit), a peer board reported a silent
-    /// link peer, a peer PE or board died, this PE's board is gone.
-    fn slow_checks(&self) -> Result<()> {
-        let exit = self.load64(self.layout.exit_word());
-        if exit != 0 {
-            crate::wait::note_job_exit();
-            std::process::exit((exit & 0xFF) as i32);
-        }
-        let bar0 = &self.board.bar0;
-        if bar0.read32(regs::ERR_STATUS) & err::PEER_TIMEOUT != 0 {
-            let node = bar0.read32(regs::ERR_INFO) as usize;
-            return Err(ConduitError::PeerFailed {
-                pe: node,
-                reason: format!(
-                    "its board stopped answering PE {}'s board on the link (no packet for \
-                     the peer timeout, FSHMEM_PEER_TIMEOUT)",
-                    self.rank
-                ),
-            });
-        }
-        if let Some(peers) = self.peers.get() {
-            for (pe, p) in peers.iter().enumerate() {
-                if pe == self.rank || !p.checkable {
-                    continue;
-                }
-                if p.dir
-                    .as_ref()
-                    .is_some_and(|d| d.join(FINALIZED_MARK).exists())
-                {
-                    continue;
-                }
-                if p.pid != 0 && !process_alive(p.pid) {
-                    return Err(self.root_cause(peers, pe));
-                }
-                if p.board_pid != 0 && !process_alive(p.board_pid) {
-                    let dir = p.dir.as_ref().map(|d| d.display().to_string());
-                    return Err(ConduitError::PeerFailed {
-                        pe,
-                        reason: format!(
-                            "its board ({}, pid {}) is gone",
-                            dir.unwrap_or_default(),
-                            p.board_pid
-                        ),
-                    });
-                }
-            }
-        }
-        if let Some(pid) = self.board_pid {
-            if !process_alive(pid as u32) {
-                return Err(ConduitError::PeerFailed {
-                    pe: self.rank,
-                    reason: format!("its board ({}, pid {pid}) is gone", self.board.device),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// PE `pe` ended without finalizing; but it may have ended only
-    /// because it saw another PE fail first. Follows the [`CAUSE_MARK`]s
-    /// the departed PEs left (at most one step per PE) to the PE that
-    /// failed first, leaves this PE's own mark naming it, and returns the
-    /// error naming it.
-    fn root_cause(&self, peers: &[PeerInfo], pe: usize) -> ConduitError {
-        let dead = |q: usize| {
-            let pid = peers.get(q).map_or(0, |p| p.pid);
-            ConduitError::PeerFailed {
-                pe: q,
-                reason: format!("its process {pid} ended without finalizing"),
-            }
-        };
-        let root = root_of(pe, self.rank, self.size, |q| {
-            let d = peers.get(q)?.dir.as_ref()?;
-            std::fs::read_to_string(d.join(CAUSE_MARK))
-                .ok()?
-                .trim()
-                .parse()
-                .ok()
-        });
-        if let Device::Devsim(d) = &self.board.device {
-            let mark = d.join(CAUSE_MARK);
-            if !mark.exists() {
-                // Written whole, then renamed: a reader sees all or nothing.
-                let tmp = d.join(format!("{CAUSE_MARK}.tmp"));
-                if std::fs::write(&tmp, format!("{root}\n")).is_ok() {
-                    let _ = std::fs::rename(&tmp, &mark);
-                }
-            }
-        }
-        dead(root)
-    }
-
-    fn fresh_tag(h: &mut Host) -> u32 {
-        h.next_tag = h.next_tag.wrapping_add(1).max(1);
-        h.next_tag
-    }
-
-    /// Writes a descriptor, reaping completions while the ring is full.
-    fn submit(&self, h: &mut MutexGuard<'_, Host>, d: &Descriptor) -> Result<()> {
-        let enc = cmd::encode_slots(d);
-        let mut b = Backoff::new();
-        while !h.rings.try_submit(&self.board.bar0, enc.as_slots()) {
-            if self.reap(h) > 0 {
-                b.reset();
-                continue;
-            }
-            self.step_wait(&mut b, || "room in its board's command queue".to_string())?;
-        }
-        h.dirty = true;
-        Ok(())
-    }
-
-    /// A staging allocation of `len` bytes, reaping completions until one
-    /// is free.
-    fn stage(&self, h: &mut MutexGuard<'_, Host>, len: usize) -> Result<(u64, u64)> {
-        let mut b = Backoff::new();
-        loop {
-            if let Some(a) = h.stage.alloc(len as u64) {
-                return Ok(a);
-            }
-            if self.reap(h) > 0 {
-                b.reset();
-                continue;
-            }
-            self.step_wait(&mut b, || {
-                format!("{len} bytes of staging space (completions of earlier puts and gets)")
-            })?;
-        }
-    }
-
-    /// Waits for the completion of `tag` (registered as [`Waiter::Keep`]).
-    fn wait_tag(&self, tag: u32) -> Result<Completion> {
-        let mut b = Backoff::new();
-        loop {
-            {
-                let mut h = self.lock();
-                self.reap(&mut h);
-                if let Some(c) = h.done.remove(&tag) {
-                    return Ok(c);
-                }
-            }
-            self.step_wait(&mut b, || {
-                format!("the completion of command {tag} from its board")
-            })?;
-        }
-    }
-
-    fn common(tag: u32, completion: bool) -> Common {
-        Common {
-            tag,
-            completion,
-            fence_before: false,
-        }
-    }
-
-    /// Puts `len` bytes at `src` to segment offset `offset` of `pe` (no
-    /// range check: internal areas are beyond the symmetric segment).
-    fn raw_put(&self, pe: usize, offset: u64, src: *const u8, len: usize) -> Result<()> {
-        if pe == self.rank {
-            // SAFETY: the destination lies in this PE's segment (callers
-            // checked the range); `src` is valid for `len` bytes (caller).
-            unsafe { std::ptr::copy(src, self.win(offset), len) };
-            return Ok(());
-        }
-        let mut h = self.lock();
-        if len <= MAX_INLINE {
-            // SAFETY: `src` is valid for `len` bytes (caller).
-            let data = unsafe { std::slice::from_raw_parts(src, len) };
-            let tag = Self::fresh_tag(&mut h);
-            let d =
-                Descriptor::Put {
-                    common: Self::common(tag, false),
-                    target: pe as NodeId,
-                    remote: offset,
-                    source: cmd::PutSource::Inline(Inline::new(data).map_err(|_| {
-                        ConduitError::Unsupported("inline put longer than 32 bytes")
-                    })?),
-                };
-            return self.submit(&mut h, &d);
-        }
-        let mut at = 0;
-        while at < len {
-            let n = (len - at).min(CHUNK);
-            let (id, st) = self.stage(&mut h, n)?;
-            // SAFETY: `src+at..+n` is valid (caller); the staging slice is
-            // ours until its put completes.
-            unsafe { std::ptr::copy_nonoverlapping(src.add(at), self.win(st), n) };
-            let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Free(id));
-            let d = Descriptor::Put {
-                common: Self::common(tag, true),
-                target: pe as NodeId,
-                remote: offset + at as u64,
-                source: cmd::PutSource::Local {
-                    addr: Local::Segment(st),
-                    len: n as u32,
-                },
-            };
-            self.submit(&mut h, &d)?;
-            at += n;
-        }
-        Ok(())
-    }
-
-    /// Starts gets of `len` bytes into `dst`; returns their tags.
-    fn raw_get(&self, pe: usize, offset: u64, dst: *mut u8, len: usize) -> Result<Vec<u32>> {
-        if pe == self.rank {
-            // SAFETY: the source lies in this PE's segment (range checked by
-            // callers); `dst` is valid for `len` bytes (caller).
-            unsafe { std::ptr::copy(self.win(offset), dst, len) };
-            return Ok(Vec::new());
-        }
-        let mut h = self.lock();
-        let mut tags = Vec::new();
-        let mut at = 0;
-        while at < len {
-            let n = (len - at).min(CHUNK);
-            let (id, st) = self.stage(&mut h, n)?;
-            let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(
-                tag,
-                Waiter::CopyOut {
-                    id,
-                    from: st,
-                    dst: dst.wrapping_add(at),
-                    len: n,
-                },
-            );
-            let d = Descriptor::Get {
-                common: Self::common(tag, true),
-                target: pe as NodeId,
-                remote: offset + at as u64,
-                local: Local::Segment(st),
-                len: n as u32,
-            };
-            self.submit(&mut h, &d)?;
-            tags.push(tag);
-            at += n;
-        }
-        Ok(tags)
-    }
-
-    /// Waits until none of `tags` is outstanding.
-    fn wait_tags(&self, tags: &[u32]) -> Result<()> {
-        let mut b = Backoff::new();
-        loop {
-            {
-                let mut h = self.lock();
-                self.reap(&mut h);
-                if !tags.iter().any(|t| h.waiting.contains_key(t)) {
-                    return match h.error.take() {
-                        Some(e) => Err(e),
-                        None => Ok(()),
-                    };
-                }
-            }
-            self.step_wait(&mut b, || {
-                format!("the completions of {} gets from its board", tags.len())
-            })?;
-        }
-    }
-
-    /// An atomic without range checks (internal areas).
-    #[allow(clippy::too_many_arguments)]
-    fn raw_atomic(
-        &self,
-        pe: usize,
-        offset: u64,
-        op: AmoOp,
-        width: AmoWidth,
-        operand: u64,
-        compare: u64,
-        fence_before: bool,
-    ) -> Result<u64> {
-        let fetch = op.fetches();
-        let tag = {
-            let mut h = self.lock();
-            let tag = Self::fresh_tag(&mut h);
-            if fetch {
-                h.waiting.insert(tag, Waiter::Keep);
-            }
-            let d = Descriptor::Amo {
-                common: Common {
-                    tag,
-                    completion: fetch,
-                    fence_before,
-                },
-                target: pe as NodeId,
-                op,
-                width,
-                remote: offset,
-                operand: operand & width.mask(),
-                compare: if op == AmoOp::CompareSwap {
-                    compare & width.mask()
-                } else {
-                    0
-                },
-            };
-            self.submit(&mut h, &d)?;
-            tag
-        };
-        if !fetch {
-            return Ok(0);
-        }
-        let c = self.wait_tag(tag)?;
-        if !c.status.is_ok() {
-            return Err(status_error(pe, &c));
-        }
-        Ok(c.value)
-    }
-
-    fn load64(&self, off: u64) -> u64 {
-        // SAFETY: internal words are 8-byte aligned inside the segment; the
-        // board updates them only with atomics.
-        unsafe { AtomicU64::from_ptr(self.win(off).cast()).load(Ordering::Acquire) }
-    }
-
-    /// Sends an AM descriptor (request or reply); payload staged.
-    #[allow(clippy::too_many_arguments)]
-    fn send_am(
-        &self,
-        pe: usize,
-        direction: Direction,
-        category: Category,
-        handler: u8,
-        args: &[u32],
-        payload: &[u8],
-        offset: u64,
-    ) -> Result<()> {
-        gasnet_core::am::check_shape(category, args.len(), payload.len())?;
-        if handler == 0 || engine_owned(handler) {
-            return Err(AmError::ReservedIndex(handler).into());
-        }
-        let args = Args::new(args).map_err(|_| AmError::TooManyArgs(args.len()))?;
-        let mut h = self.lock();
-        let tag = Self::fresh_tag(&mut h);
-        let body = match category {
-            Category::Short => AmBody::Short,
-            _ => {
-                let (id, st) = self.stage(&mut h, payload.len())?;
-                // SAFETY: the staging slice is ours until this AM completes.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(payload.as_ptr(), self.win(st), payload.len())
-                };
-                h.waiting.insert(tag, Waiter::Free(id));
-                let local = Local::Segment(st);
-                let len = payload.len() as u32;
-                if category == Category::Long {
-                    AmBody::Long {
-                        local,
-                        len,
-                        remote: offset,
-                    }
-                } else {
-                    AmBody::Medium { local, len }
-                }
-            }
-        };
-        let d = Descriptor::Am {
-            common: Self::common(tag, category != Category::Short),
-            target: pe as NodeId,
-            direction,
-            handler,
-            args,
-            body,
-        };
-        self.submit(&mut h, &d)
-    }
-
-    /// Copies every receive entry into the software queue and frees it.
-    fn drain_rq(&self) {
-        let mut got = Vec::new();
-        {
-            let mut h = self.lock();
-            while let Some((_, r)) = h.rings.peek_rq(&self.board.bar0) {
-                if let Ok(e) = r {
-                    let mut payload = vec![0u8; e.len as usize];
-                    let from = match e.category {
-                        Category::Short => None,
-                        // Medium: a BAR2 offset; Long: a segment offset
-                        // (the same thing, SEG_BASE being 0).
-                        _ => Some(e.addr),
-                    };
-                    if let Some(from) = from {
-                        if from
-                            .checked_add(e.len as u64)
-                            .is_some_and(|end| end <= self.layout.window)
-                        {
-                            // SAFETY: the range lies in the window (checked);
-                            // the bounce buffer is ours until free_rq.
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(
-                                    self.win(from),
-                                    payload.as_mut_ptr(),
-                                    payload.len(),
-                                )
-                            };
-                        }
-                    }
-                    got.push(RxMsg { entry: e, payload });
-                }
-                h.rings.free_rq(&self.board.bar0);
-            }
-        }
-        if !got.is_empty() {
-            self.rx
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(got);
-        }
-    }
-
-    /// Runs queued handlers (not re-entrantly).
-    fn dispatch(&self) {
-        if self
-            .dispatching
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            return;
-        }
-        loop {
-            let m = self
-                .rx
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .pop_front();
-            let Some(m) = m else { break };
-            let e = &m.entry;
-            let f = self
-                .handlers
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(e.handler)
-                .cloned();
-            let Some(f) = f else {
-                crate::report!(
-                    "fshmem: PE {}: active message from PE {} names handler {} with no handler registered",
-                    self.rank,
-                    e.src,
-                    e.handler
-                );
-                continue;
-            };
-            let msg = AmMessage {
-                src: e.src,
-                category: e.category,
-                direction: e.direction,
-                handler: e.handler,
-                args: e.args.as_slice(),
-                payload: &m.payload,
-                offset: if e.category == Category::Long {
-                    e.addr
-                } else {
-                    0
-                },
-            };
-            let mut sink = Replier { c: self };
-            let mut token = Token::new(e.src, e.direction, &mut sink);
-            f(&mut token, &msg);
-        }
-        self.dispatching.store(false, Ordering::Release);
-    }
-
-    /// Registers a system handler (`1..FIRST_USER`) for the runtime layers.
-    pub fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-        self.handlers
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .register_system(index, f)?;
-        Ok(())
-    }
-
-    /// Leaves the job: quiet and a barrier. Collective; idempotent.
-    pub fn finalize(&self) -> Result<()> {
-        if self.finalized.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        self.quiet()?;
-        self.barrier()?;
-        // From now on this PE's exit is not a failure for the others.
-        if let Device::Devsim(d) = &self.board.device {
-            let _ = std::fs::write(d.join(FINALIZED_MARK), b"finalized\n");
-        }
-        Ok(())
-    }
-
-    /// The attach health check: a loopback of a known pattern through
-    /// every memory path; a failure names the path.
-    pub fn health_check(&self) -> Result<()> {
-        let base = self.layout.health;
-        let me = self.rank;
-        let pattern: Vec<u8> = (0..4096u32)
-            .map(|i| (i.wrapping_mul(37) ^ 0xA5) as u8)
-            .collect();
-        let fail = |path: HealthPath, what: String| {
-            Err(ConduitError::Bootstrap(format!(
-                "{}: health check failed on the {path} path: {what}",
-                self.board.device
-            )))
-        };
-        let mismatch = |a: &[u8], b: &[u8]| a.iter().zip(b).position(|(x, y)| x != y);
-        // 1. Window stores, read back by a Get descriptor (to a second area).
-        // SAFETY: the health area is 16 KiB inside the segment.
-        unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), self.win(base), 4096) };
-        let tag = {
-            let mut h = self.lock();
-            let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Keep);
-            let d = Descriptor::Get {
-                common: Self::common(tag, true),
-                target: me as NodeId,
-                remote: base,
-                local: Local::Segment(base + 4096),
-                len: 4096,
-            };
-            self.submit(&mut h, &d)?;
-            tag
-        };
-        let c = self.wait_tag(tag)?;
-        let mut back = vec![0u8; 4096];
-        // SAFETY: as above.
-        unsafe { std::ptr::copy_nonoverlapping(self.win(base + 4096), back.as_mut_ptr(), 4096) };
-        if !c.status.is_ok() {
-            return fail(
-                HealthPath::WindowToGet,
-                format!("completion status {}", c.status),
-            );
-        }
-        if let Some(i) = mismatch(&pattern, &back) {
-            return fail(HealthPath::WindowToGet, format!("byte {i} differs"));
-        }
-        // 2. Inline put to self, read through the window.
-        let inline = &pattern[..32];
-        let tag = {
-            let mut h = self.lock();
-            let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Keep);
-            let d = Descriptor::Put {
-                common: Self::common(tag, true),
-                target: me as NodeId,
-                remote: base + 8192,
-                source: cmd::PutSource::Inline(
-                    Inline::new(inline).map_err(|_| ConduitError::Unsupported("inline"))?,
-                ),
-            };
-            self.submit(&mut h, &d)?;
-            tag
-        };
-        let c = self.wait_tag(tag)?;
-        // SAFETY: as above.
-        unsafe { std::ptr::copy_nonoverlapping(self.win(base + 8192), back.as_mut_ptr(), 32) };
-        if !c.status.is_ok() {
-            return fail(
-                HealthPath::InlinePutToWindow,
-                format!("completion status {}", c.status),
-            );
-        }
-        if let Some(i) = mismatch(inline, &back[..32]) {
-            return fail(HealthPath::InlinePutToWindow, format!("byte {i} differs"));
-        }
-        // 3. Put from the segment (the window-written pattern) to self.
-        let tag = {
-            let mut h = self.lock();
-            let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Keep);
-            let d = Descriptor::Put {
-                common: Self::common(tag, true),
-                target: me as NodeId,
-                remote: base + 12288,
-                source: cmd::PutSource::Local {
-                    addr: Local::Segment(base),
-                    len: 4096,
-                },
-            };
-            self.submit(&mut h, &d)?;
-            tag
-        };
-        let c = self.wait_tag(tag)?;
-        // SAFETY: as above.
-        unsafe { std::ptr::copy_nonoverlapping(self.win(base + 12288), back.as_mut_ptr(), 4096) };
-        if !c.status.is_ok() {
-            return fail(
-                HealthPath::SegmentPutToWindow,
-                format!("completion status {}", c.status),
-            );
-        }
-        if let Some(i) = mismatch(&pattern, &back) {
-            return fail(HealthPath::SegmentPutToWindow, format!("byte {i} differs"));
-        }
-        // 4. Atomics: fetch-add on a word written through the window.
-        let word = base + 8192 + 64;
-        let v0 = 0x0123_4567_89AB_CDEFu64;
-        // SAFETY: an aligned word of the health area.
-        unsafe { AtomicU64::from_ptr(self.win(word).cast()).store(v0, Ordering::Release) };
-        let old = self.raw_atomic(me, word, AmoOp::FetchAdd, AmoWidth::W64, 5, 0, false)?;
-        let now = self.load64(word);
-        if old != v0 || now != v0.wrapping_add(5) {
-            return fail(
-                HealthPath::Atomic,
-                format!("fetched {old:#x} (expected {v0:#x}), word now {now:#x}"),
-            );
-        }
-        // Leave the health area as the board left it: zeros.
-        // SAFETY: as above.
-        unsafe { std::ptr::write_bytes(self.win(base), 0, HEALTH_BYTES as usize) };
-        Ok(())
-    }
-
-    /// Waits on an internal word until `done` holds, polling; `what`
-    /// names it for a timeout report.
-    fn wait_word(
-        &self,
-        off: u64,
-        done: impl Fn(u64) -> bool,
-        what: impl Fn() -> String,
-    ) -> Result<()> {
-        let mut b = Backoff::new();
-        while !done(self.load64(off)) {
-            self.poll()?;
-            self.step_wait(&mut b, &what)?;
-        }
-        Ok(())
-    }
 }
 
-/// Sends a handler's reply as an AM reply descriptor.
-struct Replier<'a> {
-    c: &'a FpgaConduit,
-}
-
-impl ReplySink for Replier<'_> {
-    fn send_reply(
-        &mut self,
-        dst: NodeId,
-        category: Category,
-        handler: u8,
-        args: &[u32],
-        payload: &[u8],
-        offset: u64,
-    ) -> std::result::Result<(), AmError> {
-        self.c
-            .send_am(
-                dst as usize,
-                Direction::Reply,
-                category,
-                handler,
-                args,
-                payload,
-                offset,
-            )
-            .map_err(|e| AmError::Transport(e.to_string()))
-    }
-}
-
-impl Conduit for FpgaConduit {
+impl Segments for FpgaConduit {
     fn rank(&self) -> usize {
         self.rank
     }
@@ -1342,31 +434,75 @@ impl Conduit for FpgaConduit {
             len: self.layout.segment_len as usize,
         })
     }
+}
+
+impl Rma for FpgaConduit {
+    fn ctx_create(&self) -> Result<CtxId> {
+        let mut h = self.lock();
+        if let Some(i) = h.ctxs.iter().skip(1).position(|c| !c.live) {
+            h.ctxs[i + 1].live = true;
+            return Ok(CtxId(i as u32 + 1));
+        }
+        if h.ctxs.len() >= MAX_CONTEXTS {
+            return Err(ConduitError::ContextLimit { max: MAX_CONTEXTS });
+        }
+        h.ctxs.push(CtxState {
+            live: true,
+            ..CtxState::default()
+        });
+        Ok(CtxId(h.ctxs.len() as u32 - 1))
+    }
+
+    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+        if ctx == CtxId::DEFAULT {
+            return Err(ConduitError::NoContext { ctx: ctx.0 });
+        }
+        let r = self.quiet_ctx(ctx);
+        let mut h = self.lock();
+        let c = h.ctx(ctx)?;
+        *c = CtxState::default();
+        r
+    }
 
     #[inline]
-    fn put(&self, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+    fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len())?;
-        self.raw_put(pe, offset as u64, src.as_ptr(), src.len())
+        self.raw_put(ctx, pe, offset as u64, src.as_ptr(), src.len())
     }
 
-    unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+    unsafe fn put_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len())?;
-        self.raw_put(pe, offset as u64, src, len)
+        self.raw_put(ctx, pe, offset as u64, src, len)
     }
 
-    fn get(&self, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+    fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
         check_range(pe, self.size, offset, dst.len(), self.segment_len())?;
-        let tags = self.raw_get(pe, offset as u64, dst.as_mut_ptr(), dst.len())?;
-        self.wait_tags(&tags)
+        let tags = self.raw_get(ctx, pe, offset as u64, dst.as_mut_ptr(), dst.len())?;
+        self.wait_tags(ctx, &tags)
     }
 
-    unsafe fn get_nbi(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+    unsafe fn get_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len())?;
-        self.raw_get(pe, offset as u64, dst, len).map(|_| ())
+        self.raw_get(ctx, pe, offset as u64, dst, len).map(|_| ())
     }
 
     fn atomic(
         &self,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         op: AmoOp,
@@ -1375,11 +511,12 @@ impl Conduit for FpgaConduit {
         compare: u64,
     ) -> Result<u64> {
         check_word(pe, self.size, offset, width.bytes(), self.segment_len())?;
-        self.raw_atomic(pe, offset as u64, op, width, operand, compare, false)
+        self.raw_atomic(ctx, pe, offset as u64, op, width, operand, compare, false)
     }
 
     fn put_signal(
         &self,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         src: &[u8],
@@ -1389,17 +526,27 @@ impl Conduit for FpgaConduit {
     ) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len())?;
         check_word(pe, self.size, sig_offset, 8, self.segment_len())?;
-        self.raw_put(pe, offset as u64, src.as_ptr(), src.len())?;
+        self.raw_put(ctx, pe, offset as u64, src.as_ptr(), src.len())?;
         let op = match sig_op {
             SignalOp::Set => AmoOp::Set,
             SignalOp::Add => AmoOp::Add,
         };
-        self.raw_atomic(pe, sig_offset as u64, op, AmoWidth::W64, sig_value, 0, true)
-            .map(|_| ())
+        self.raw_atomic(
+            ctx,
+            pe,
+            sig_offset as u64,
+            op,
+            AmoWidth::W64,
+            sig_value,
+            0,
+            true,
+        )
+        .map(|_| ())
     }
 
-    fn fence(&self) -> Result<()> {
+    fn fence(&self, ctx: CtxId) -> Result<()> {
         let mut h = self.lock();
+        h.ctx(ctx)?;
         if !h.dirty {
             return Ok(());
         }
@@ -1407,36 +554,17 @@ impl Conduit for FpgaConduit {
         let d = Descriptor::Fence {
             common: Self::common(tag, false),
         };
-        self.submit(&mut h, &d)
-    }
-
-    fn quiet(&self) -> Result<()> {
-        let tag = {
-            let mut h = self.lock();
-            if !h.dirty && h.waiting.is_empty() {
-                return match h.error.take() {
-                    Some(e) => Err(e),
-                    None => Ok(()),
-                };
-            }
-            let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Keep);
-            let d = Descriptor::Fence {
-                common: Self::common(tag, true),
-            };
-            self.submit(&mut h, &d)?;
-            tag
-        };
-        self.wait_tag(tag)?;
-        let mut h = self.lock();
-        self.reap(&mut h);
+        self.submit(&mut h, &d)?;
         h.dirty = false;
-        match h.error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
+    fn quiet(&self, ctx: CtxId) -> Result<()> {
+        self.quiet_ctx(ctx)
+    }
+}
+
+impl ActiveMessages for FpgaConduit {
     fn am_request(
         &self,
         pe: usize,
@@ -1469,6 +597,14 @@ impl Conduit for FpgaConduit {
         Ok(())
     }
 
+    fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        self.handlers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .register_system(index, f)?;
+        Ok(())
+    }
+
     fn poll(&self) -> Result<()> {
         {
             let mut h = self.lock();
@@ -1488,9 +624,11 @@ impl Conduit for FpgaConduit {
         }
         Ok(())
     }
+}
 
+impl JobBootstrap for FpgaConduit {
     fn barrier(&self) -> Result<()> {
-        self.quiet()?;
+        self.quiet(CtxId::DEFAULT)?;
         let epoch = self.barrier_epoch.fetch_add(1, Ordering::AcqRel) + 1;
         let (me, n) = (self.rank, self.size);
         let mut dist = 1usize;
@@ -1498,7 +636,16 @@ impl Conduit for FpgaConduit {
         while dist < n {
             let to = (me + dist) % n;
             let off = self.layout.counter(round);
-            self.raw_atomic(to, off, AmoOp::Add, AmoWidth::W64, 1, 0, false)?;
+            self.raw_atomic(
+                CtxId::DEFAULT,
+                to,
+                off,
+                AmoOp::Add,
+                AmoWidth::W64,
+                1,
+                0,
+                false,
+            )?;
             let from = (me + n - dist) % n;
             self.wait_word(
                 off,
@@ -1508,7 +655,7 @@ impl Conduit for FpgaConduit {
             dist <<= 1;
             round += 1;
         }
-        self.quiet()
+        self.quiet(CtxId::DEFAULT)
     }
 
     fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
@@ -1523,7 +670,7 @@ impl Conduit for FpgaConduit {
         buf.extend_from_slice(mine);
         for pe in 0..self.size {
             let at = self.layout.slot(generation, self.size, self.rank);
-            self.raw_put(pe, at, buf.as_ptr(), buf.len())?;
+            self.raw_put(CtxId::DEFAULT, pe, at, buf.as_ptr(), buf.len())?;
         }
         self.barrier()?;
         let mut out = Vec::with_capacity(self.size);
@@ -1537,16 +684,62 @@ impl Conduit for FpgaConduit {
         }
         Ok(out)
     }
+}
+
+impl Lifecycle for FpgaConduit {
+    /// Attaches PE `job.rank` to the board the `FSHMEM_FPGA_DEVICE` setting
+    /// names (or the `rank`-th board on the PCI bus), with a segment of its
+    /// own in the board's DDR (a board cannot serve host memory:
+    /// [`SegmentRequest::Over`] is refused). Collective: ends with a
+    /// barrier over the job.
+    fn attach(
+        job: &JobEnv,
+        segment: SegmentRequest,
+        settings: &crate::config::Settings,
+    ) -> Result<Self> {
+        let SegmentRequest::Own(segment_len) = segment else {
+            return Err(ConduitError::Unsupported(
+                "fpga: a board's segment lives in its DDR; it cannot attach over host memory",
+            ));
+        };
+        let device = Device::choose(settings.fpga_device.as_deref(), job.rank)?;
+        let mut c = FpgaConduit::open(device, job.rank, job.size, segment_len)?;
+        c.board_timeout = settings.peer_timeout;
+        c.health_check()?;
+        c.barrier()?;
+        c.learn_peers()?;
+        Ok(c)
+    }
+
+    /// Leaves the job: quiet and a barrier. Collective; idempotent.
+    fn finalize(&self) -> Result<()> {
+        if self.finalized.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.quiet(CtxId::DEFAULT)?;
+        self.barrier()?;
+        // From now on this PE's exit is not a failure for the others.
+        // SAFETY: the state word is an aligned word of this PE's segment,
+        // written only by this PE.
+        let mine = unsafe { AtomicU64::from_ptr(self.win(self.layout.state_word()).cast()) };
+        mine.fetch_or(STATE_FINALIZED, Ordering::AcqRel);
+        Ok(())
+    }
 
     fn global_exit(&self, status: i32) -> ! {
         let word = ((status as u32 & 0xFF) as u64) | 1 << 32;
         let bytes = word.to_le_bytes();
         for pe in (0..self.size).filter(|&p| p != self.rank) {
-            let _ = self.raw_put(pe, self.layout.exit_word(), bytes.as_ptr(), 8);
+            let _ = self.raw_put(
+                CtxId::DEFAULT,
+                pe,
+                self.layout.exit_word(),
+                bytes.as_ptr(),
+                8,
+            );
         }
-        let _ = self.quiet();
-        crate::wait::note_job_exit();
-        std::process::exit(status)
+        let _ = self.quiet(CtxId::DEFAULT);
+        crate::wait::exit_job(status)
     }
 }
 

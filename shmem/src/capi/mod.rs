@@ -31,17 +31,20 @@
 //! is 1, `SHMEM_TEAM_SHARED` 2, `SHMEM_CTX_DEFAULT` 1, the invalid handles
 //! null).
 
+mod active;
 mod amo;
 mod coll;
+mod ctx;
+mod reduce;
 mod rma;
 mod setup;
 mod sync;
+mod team;
 
 use crate::ctx::CtxOptions;
 use crate::error::{Result, ShmemError};
 use crate::runtime::Runtime;
 use crate::team::{Team, TeamState};
-use conduits::Conduit;
 use std::ffi::c_int;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};

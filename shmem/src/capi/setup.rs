@@ -6,7 +6,7 @@ use crate::config::{Config, OPENSHMEM_VERSION};
 use crate::ctx::ThreadLevel;
 use crate::error::ShmemError;
 use crate::runtime::{self, Runtime, StartOptions, layout};
-use conduits::Conduit;
+use conduits::prelude::*;
 use std::ffi::{c_char, c_int, c_long, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
@@ -38,7 +38,16 @@ fn start(level: ThreadLevel) {
     if !RT.load(Ordering::Acquire).is_null() {
         return; // already running: a second shmem_init does nothing
     }
-    let r = Config::from_env().and_then(|c| Runtime::start(c, level, StartOptions { c_api: true }));
+    let r = Config::from_env().and_then(|c| {
+        Runtime::start(
+            c,
+            level,
+            StartOptions {
+                c_api: true,
+                ..StartOptions::default()
+            },
+        )
+    });
     match r {
         Ok(p) => RT.store(p, Ordering::Release),
         Err(e) => {
@@ -260,20 +269,31 @@ no_op!(
 // ----------------------------------------------------------------------
 // Memory management
 
+/// The outcome of a collective allocation in C: the address, or null when
+/// the heap cannot satisfy the request (or the alignment is not a power of
+/// two), as the standard specifies. Every PE takes the same collective
+/// step, so every PE returns null together; the reason is one line under
+/// `SHMEM_DEBUG`. Any other error (PEs that disagree on the call) ends the
+/// job.
+fn c_alloc_result(rt: &Runtime, r: crate::error::Result<usize>) -> *mut c_void {
+    match r {
+        Ok(off) => rt.local_addr(off).cast(),
+        Err(e @ ShmemError::Alloc { .. }) => {
+            if rt.config().debug {
+                conduits::report!("{e}");
+            }
+            std::ptr::null_mut()
+        }
+        Err(e) => fail(e),
+    }
+}
+
 fn alloc(call: &'static str, size: usize, align: usize, zero: bool) -> *mut c_void {
     let rt = rt(call);
     if size == 0 {
         return std::ptr::null_mut();
     }
-    if !align.is_power_of_two() {
-        fail(ShmemError::Alloc {
-            pe: rt.my_pe(),
-            call,
-            source: crate::alloc::AllocError::BadAlign(align),
-        })
-    }
-    let off = ok(rt.alloc_bytes(call, size, align, zero, "C allocation"));
-    rt.local_addr(off).cast()
+    c_alloc_result(rt, rt.alloc_bytes(call, size, align, zero, "C allocation"))
 }
 
 /// The heap block `p` starts, as (segment offset, rounded length).
@@ -311,7 +331,9 @@ pub extern "C" fn shmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c
 #[unsafe(no_mangle)]
 pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     const CALL: &str = "shmem_calloc";
-    let bytes = ok(super::nbytes(rt(CALL), CALL, count, size));
+    // A product that overflows cannot be satisfied: the heap refuses it
+    // (collectively, like any other request too large).
+    let bytes = count.saturating_mul(size);
     alloc(CALL, bytes, 16, true)
 }
 
@@ -346,8 +368,8 @@ pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     }
     let rt = rt(CALL);
     let (off, len) = block(rt, CALL, ptr);
-    let new = ok(rt.realloc_bytes(CALL, off, len, size, 16));
-    rt.local_addr(new).cast()
+    // On failure the block stays as it was.
+    c_alloc_result(rt, rt.realloc_bytes(CALL, off, len, size, 16))
 }
 
 /// `shmalloc` (deprecated).

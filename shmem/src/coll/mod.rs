@@ -61,11 +61,13 @@
 //! # Ok::<(), shmem::ShmemError>(())
 //! ```
 
-mod engine;
-pub mod ops;
+pub use crate::collective::TREE_RADIX;
+/// The reduction operators and the types they apply to.
+pub use crate::collective::ops;
 
-pub(crate) use engine::Coll;
-pub use engine::TREE_RADIX;
+// The engine's types, where the C ABI finds them.
+use crate::collective;
+pub(crate) use crate::collective::{Args, Coll};
 
 use crate::config::{AlltoallAlgo, BarrierAlgo, BcastAlgo, FcollectAlgo, ReduceAlgo};
 use crate::error::{Result, ShmemError};
@@ -93,9 +95,10 @@ impl Team<'_> {
         Coll::new(self.rt, &self.st, call)
     }
 
-    /// Starts a data collective: see [`Coll::new_data`].
-    fn data_coll(&self, call: &'static str) -> Result<Coll<'_>> {
-        Coll::new_data(self.rt, &self.st, call)
+    /// Starts a data collective whose arguments every PE must share: see
+    /// [`Coll::new_data`].
+    fn data_coll(&self, call: &'static str, args: Args) -> Result<Coll<'_>> {
+        Coll::new_data(self.rt, &self.st, call, args)
     }
 
     fn need<T: Pod>(
@@ -126,7 +129,7 @@ impl Team<'_> {
 
     /// The algorithm [`Team::sync`] and [`Team::barrier`] use on this team.
     pub fn barrier_algorithm(&self) -> BarrierAlgo {
-        engine::choose_barrier(&self.rt.config().coll, self.n_pes())
+        collective::choose_barrier(&self.rt.config().coll, self.n_pes())
     }
 
     /// The algorithm [`Team::broadcast`] uses for `nbytes` bytes.
@@ -137,23 +140,23 @@ impl Team<'_> {
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn broadcast_algorithm(&self, nbytes: usize) -> BcastAlgo {
-        engine::choose_bcast(&self.rt.config().coll, self.n_pes(), nbytes)
+        collective::choose_bcast(&self.rt.config().coll, self.n_pes(), nbytes)
     }
 
     /// The algorithm reductions of `nbytes` bytes use on this team.
     pub fn reduce_algorithm(&self, nbytes: usize) -> ReduceAlgo {
-        engine::choose_reduce(&self.rt.config().coll, self.n_pes(), nbytes)
+        collective::choose_reduce(&self.rt.config().coll, self.n_pes(), nbytes)
     }
 
     /// The algorithm fcollect and collect use for a result of `total`
     /// bytes (after the power-of-two fallback).
     pub fn fcollect_algorithm(&self, total: usize) -> FcollectAlgo {
-        engine::choose_fcollect(&self.rt.config().coll, self.n_pes(), total)
+        collective::choose_fcollect(&self.rt.config().coll, self.n_pes(), total)
     }
 
     /// The algorithm alltoall and alltoalls use for blocks of `block` bytes.
     pub fn alltoall_algorithm(&self, block: usize) -> AlltoallAlgo {
-        engine::choose_alltoall(&self.rt.config().coll, block)
+        collective::choose_alltoall(&self.rt.config().coll, block)
     }
 
     /// `shmem_team_sync`: returns once every PE of the team has called it.
@@ -211,7 +214,7 @@ impl Team<'_> {
         }
         let d = self.need(CALL, dest, Some(nelems))?;
         let s = self.need(CALL, source, Some(nelems))?;
-        self.data_coll(CALL)?
+        self.data_coll(CALL, Args::broadcast(root, nelems, size_of::<T>()))?
             .broadcast(d, s, nelems * size_of::<T>(), root)
     }
 
@@ -238,7 +241,7 @@ impl Team<'_> {
         const CALL: &str = "shmem_fcollect";
         let d = self.need(CALL, dest, nelems.checked_mul(self.n_pes()))?;
         let s = self.need(CALL, source, Some(nelems))?;
-        self.data_coll(CALL)?
+        self.data_coll(CALL, Args::fcollect(nelems, size_of::<T>()))?
             .fcollect(d, s, nelems * size_of::<T>())
     }
 
@@ -264,7 +267,7 @@ impl Team<'_> {
         const CALL: &str = "shmem_collect";
         let s = self.need(CALL, source, Some(nelems))?;
         let es = size_of::<T>();
-        self.data_coll(CALL)?
+        self.data_coll(CALL, Args::collect(es))?
             .collect(dest.segment_offset(), dest.len() * es, s, nelems * es)
             .map(|b| b / es.max(1))
     }
@@ -292,7 +295,7 @@ impl Team<'_> {
         let total = nelems.checked_mul(self.n_pes());
         let d = self.need(CALL, dest, total)?;
         let s = self.need(CALL, source, total)?;
-        self.data_coll(CALL)?
+        self.data_coll(CALL, Args::alltoall(nelems, size_of::<T>()))?
             .alltoall(d, s, nelems * size_of::<T>())
     }
 
@@ -334,7 +337,7 @@ impl Team<'_> {
         };
         let d = self.need(CALL, dest, span(dst))?;
         let s = self.need(CALL, source, span(sst))?;
-        self.data_coll(CALL)?
+        self.data_coll(CALL, Args::alltoalls(nelems, size_of::<T>(), dst, sst))?
             .alltoalls(d, s, dst, sst, size_of::<T>(), nelems)
     }
 
@@ -347,7 +350,8 @@ impl Team<'_> {
     ) -> Result<()> {
         let d = self.need(call, dest, Some(nreduce))?;
         let s = self.need(call, source, Some(nreduce))?;
-        self.data_coll(call)?.reduce::<O, T>(d, s, nreduce)
+        self.data_coll(call, Args::reduce::<T>(O::NAME, nreduce))?
+            .reduce::<O, T>(d, s, nreduce)
     }
 
     /// `shmem_<op>_reduce`: element-wise reduction with operator `O` of
@@ -400,7 +404,8 @@ impl Team<'_> {
     ) -> Result<()> {
         let d = self.need(call, dest, Some(nreduce))?;
         let s = self.need(call, source, Some(nreduce))?;
-        self.data_coll(call)?.scan::<O, T>(d, s, nreduce, exclusive)
+        self.data_coll(call, Args::scan::<T>(O::NAME, nreduce, exclusive))?
+            .scan::<O, T>(d, s, nreduce, exclusive)
     }
 
     /// Inclusive scan (OpenSHMEM 1.6 `shmem_<op>_inscan`): `dest` on team

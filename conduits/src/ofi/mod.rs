@@ -1,0 +1,446 @@
+//! The ofi conduit: libfabric, for the fabrics clusters run (verbs, cxi,
+//! efa, tcp, shm), through one reliable-datagram endpoint per PE.
+//!
+//! Files: joining and the progress thread in `attach.rs`, one-sided
+//! operations in `rma.rs`, the endpoint's state and its progress in
+//! `core.rs`, opening the fabric in [`fabric`] and `setup.rs`, the
+//! libfabric calls in [`api`] over the generated bindings in [`sys`];
+//! active messages, the bootstrap and the lifecycle here.
+//!
+//! # Operations
+//!
+//! - The segment is a shared memfd mapping (as on ipv6, so static data can
+//!   be made symmetric), registered once with the provider for remote
+//!   reads, writes and atomics (see [`fabric`] for the registration modes
+//!   handled). Every PE's endpoint name, segment address and key travel in
+//!   one bootstrap all-gather.
+//! - `put` and `get` are `fi_write` and `fi_read`: a blocking put of at
+//!   most [`BOUNCE_MAX`] bytes is copied and returns at once, a longer one
+//!   waits until the provider is done with its source; `put_nbi` and
+//!   `get_nbi` complete at `quiet`. Operations on this PE's own segment
+//!   are copies.
+//! - Atomics are `fi_atomic`, `fi_fetch_atomic` and `fi_compare_atomic`
+//!   when `fi_query_atomic` says the provider performs every operation of
+//!   the contract on 32- and 64-bit words on every PE (then even this PE's
+//!   own atomics go through the provider, so that all are atomic with
+//!   respect to each other); otherwise every atomic is an engine request
+//!   carried as a message and applied by the target with CPU atomics, as
+//!   on ipv6. `FSHMEM_OFI_ATOMICS=am` forces the latter.
+//! - Active messages, user and system ones, are `spec/wire.md` packets of
+//!   the reference engine carried by `fi_send` into posted receive
+//!   buffers.
+//! - `quiet` waits until the completion counter bound to the endpoint for
+//!   reads and writes has counted every RMA and atomic issued, and every
+//!   engine command has completed; writes ask for `FI_DELIVERY_COMPLETE`
+//!   where the provider accepts it, so a completed put is visible at its
+//!   target. `fence` is a `quiet`; `put_signal` completes the put before
+//!   it updates the signal.
+//! - Contexts: the conduit has one endpoint and one counter, shared by
+//!   every context of the PE: `quiet` on any context completes every
+//!   operation of the PE (stronger than contract v2 asks; one endpoint or
+//!   counter per context is future work).
+//!
+//! # Progress
+//!
+//! One lock covers the libfabric objects and the bookkeeping. A thread
+//! that issues or waits drives the endpoint itself; a progress thread
+//! drives it while the application computes, so manual-progress providers
+//! (tcp, udp, shm) complete peers' RMA without the target calling the
+//! library.
+//!
+//! # Settings
+//!
+//! The `FSHMEM_OFI_*` rows of [`crate::config::Settings`]:
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `FSHMEM_OFI_PROVIDER` | provider, as `fi_info -l` names it (`tcp;ofi_rxm`, `udp;ofi_rxd`, `shm`, `verbs;ofi_rxm`); default: the first `fi_getinfo` offers |
+//! | `FSHMEM_OFI_DOMAIN` | domain (interface) name, e.g. `lo`; default: the provider's first |
+//! | `FSHMEM_OFI_ATOMICS` | `auto` (default), `am` or `native`: atomics by the provider when it can and is trusted ([`UNTRUSTED_ATOMICS`]), always as active messages, or by the provider whenever it offers them |
+//!
+//! [`Lifecycle::describe`] names the provider, fabric and domain in use and
+//! how atomics travel; `SHMEM_INFO=1` makes PE 0 print it.
+
+pub mod api;
+mod attach;
+mod core;
+pub mod fabric;
+mod rma;
+mod setup;
+pub mod sys;
+
+pub use setup::UNTRUSTED_ATOMICS;
+
+use self::core::{AmoSlot, Core, Hold, Waiter};
+use crate::bootstrap::{self, Bootstrap};
+use crate::config::OfiAtomics as Atomics;
+use crate::config::Settings;
+use crate::contract::{
+    ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
+    SignalOp,
+};
+use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
+use crate::job::JobEnv;
+use crate::segment::{SegMemory, Segment};
+use crate::wait::Backoff;
+use fabric::Fabric;
+use gasnet_core::NodeId;
+use gasnet_core::engine::{Command, Config as EngineConfig, Engine};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
+use setup::{Card, fi_amo};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use sys::*;
+
+/// Longest provider address accepted from `fi_getname` or a peer.
+pub const MAX_NAME: usize = 512;
+
+/// Largest blocking put copied into a buffer of the conduit (so it returns
+/// at once); longer ones wait for the provider to read the source.
+pub const BOUNCE_MAX: usize = 64 << 10;
+
+/// Largest contribution to [`JobBootstrap::exchange`].
+pub const EXCHANGE_MAX: usize = 1024;
+
+/// The conduit-private system handler that ends the process.
+pub const EXIT_HANDLER: u8 = gasnet_core::handlers::EXIT;
+
+const NO_EXIT: i64 = i64::MIN;
+
+/// A PE attached to an ofi job. `Send + Sync`: any thread may call it.
+pub struct OfiConduit {
+    rank: usize,
+    size: usize,
+    segment_len: usize,
+    seg: Arc<Segment>,
+    core: Arc<Mutex<Core>>,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    boot: Arc<Mutex<Box<dyn Bootstrap>>>,
+    native_atomics: bool,
+    next_tag: AtomicU64,
+    /// The last context id handed out (contexts need no state here).
+    last_ctx: AtomicU32,
+    /// The status a peer's global exit asked for ([`NO_EXIT`]: none).
+    exit_status: Arc<AtomicI64>,
+    finalized: AtomicBool,
+    describe: String,
+}
+
+impl std::fmt::Debug for OfiConduit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OfiConduit")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("segment_len", &self.segment_len)
+            .field("fabric", &self.describe)
+            .finish()
+    }
+}
+
+fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl OfiConduit {
+    fn boot(&self) -> MutexGuard<'_, Box<dyn Bootstrap>> {
+        self.boot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn stop_thread(&self) {
+        self.stop.store(true, Ordering::Release);
+        let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = t {
+            let _ = t.join();
+        }
+    }
+
+    fn live(&self, c: &Core) -> Result<()> {
+        if let Some(e) = &c.failed {
+            return Err(e.clone());
+        }
+        if self.finalized.load(Ordering::Acquire) {
+            return Err(ConduitError::Unsupported("ofi: the conduit was finalized"));
+        }
+        Ok(())
+    }
+
+    /// Drives the endpoint from this thread until `cond` holds on the
+    /// core; fails on a recorded failure, and with a timeout naming
+    /// `what()` after `FSHMEM_WAIT_TIMEOUT` without progress.
+    fn drive_until<T>(
+        &self,
+        mut cond: impl FnMut(&mut Core) -> Result<Option<T>>,
+        what: impl Fn() -> String,
+    ) -> Result<T> {
+        let mut b = Backoff::new();
+        loop {
+            {
+                let mut c = lock(&self.core);
+                let worked = c.progress();
+                if let Some(v) = cond(&mut c)? {
+                    return Ok(v);
+                }
+                if let Some(e) = &c.failed {
+                    return Err(e.clone());
+                }
+                if worked {
+                    b.reset();
+                    continue;
+                }
+            }
+            if let Some(waited) = b.timed_out() {
+                return Err(ConduitError::Timeout {
+                    what: what(),
+                    waited,
+                });
+            }
+            b.snooze();
+        }
+    }
+
+    fn wait_ctx(&self, ctx: u64, what: impl Fn() -> String) -> Result<u64> {
+        self.drive_until(|c| c.done.remove(&ctx).transpose(), what)
+    }
+
+    fn local(&self, offset: usize) -> *mut u8 {
+        self.seg.base().wrapping_add(offset)
+    }
+
+    fn tag(&self) -> u64 {
+        self.next_tag.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// An engine command (AMs; atomics without provider support).
+    fn submit(&self, cmd: Command, waiter: Waiter) -> Result<u64> {
+        let tag = self.tag();
+        let mut c = lock(&self.core);
+        self.live(&c)?;
+        if !c.engine_room() {
+            // Flow control: wait until the engine has room.
+            drop(c);
+            self.drive_until(
+                |c| Ok(c.engine_room().then_some(())),
+                || "room in the engine's command queue".to_string(),
+            )?;
+            c = lock(&self.core);
+        }
+        c.submit(tag, cmd, waiter);
+        Ok(tag)
+    }
+
+    /// A bootstrap collective failed: if that is because a peer ended the
+    /// job with global_exit (its exit request was delivered before it
+    /// left, but may still sit unread in the provider), leave with that
+    /// status instead of reporting a failure.
+    fn exit_if_asked<T>(&self, r: Result<T>) -> Result<T> {
+        let e = match r {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        let end = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < end {
+            let status = self.exit_status.load(Ordering::Acquire);
+            if status != NO_EXIT {
+                crate::wait::exit_job(status as i32);
+            }
+            lock(&self.core).progress();
+            std::thread::yield_now();
+        }
+        Err(e)
+    }
+
+    fn broadcast_exit(&self, status: i32) {
+        for pe in (0..self.size).filter(|&p| p != self.rank) {
+            let cmd = Command::AmRequest {
+                dst: pe as NodeId,
+                category: Category::Short,
+                handler: EXIT_HANDLER,
+                args: vec![status as u32],
+                payload: Vec::new(),
+                offset: 0,
+            };
+            let _ = self.submit(cmd, Waiter::Nbi);
+        }
+        let end = Instant::now() + Duration::from_secs(2);
+        let mut c = lock(&self.core);
+        while Instant::now() < end && c.engine_completed < c.engine_issued {
+            c.progress();
+        }
+        c.drain(end.saturating_duration_since(Instant::now()));
+    }
+}
+
+impl OfiConduit {
+    /// Waits until every RMA, atomic and engine command of the PE is
+    /// complete (every context: they share one endpoint and counter).
+    fn quiet_all(&self) -> Result<()> {
+        let start = {
+            let c = lock(&self.core);
+            (c.rma_issued, c.engine_issued)
+        };
+        self.drive_until(
+            |c| {
+                let rma = c.rma_quiet()?;
+                if rma && c.engine_completed >= c.engine_issued {
+                    return match c.nbi_error.take() {
+                        Some(e) => Err(e),
+                        None => Ok(Some(())),
+                    };
+                }
+                Ok(None)
+            },
+            || {
+                format!(
+                    "its {} RMA/atomic and {} engine operations to complete in quiet",
+                    start.0, start.1
+                )
+            },
+        )
+    }
+}
+
+impl Segments for OfiConduit {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn segment_len(&self) -> usize {
+        self.segment_len
+    }
+
+    fn local_segment(&self) -> *mut u8 {
+        self.seg.base()
+    }
+
+    fn peer_segment(&self, pe: usize) -> Option<*mut u8> {
+        (pe == self.rank).then(|| self.seg.base())
+    }
+
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        let (fd, offset, len) = self.seg.backing();
+        Some(SegmentBacking { fd, offset, len })
+    }
+}
+
+impl ActiveMessages for OfiConduit {
+    fn am_request(
+        &self,
+        pe: usize,
+        category: Category,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<()> {
+        check_pe(pe, self.size)?;
+        gasnet_core::am::check_shape(category, args.len(), payload.len())?;
+        if category == Category::Long {
+            check_range(pe, self.size, offset, payload.len(), self.segment_len)?;
+        }
+        let cmd = Command::AmRequest {
+            dst: pe as NodeId,
+            category,
+            handler,
+            args: args.to_vec(),
+            payload: payload.to_vec(),
+            offset: offset as u64,
+        };
+        self.submit(cmd, Waiter::Nbi).map(|_| ())
+    }
+
+    fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        lock(&self.core)
+            .engine
+            .handlers_mut()
+            .register_user(index, f)
+            .map_err(ConduitError::Am)
+    }
+
+    fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        lock(&self.core)
+            .engine
+            .handlers_mut()
+            .register_system(index, f)
+            .map_err(ConduitError::Am)
+    }
+
+    fn poll(&self) -> Result<()> {
+        if let Ok(mut c) = self.core.try_lock() {
+            c.progress();
+            if let Some(e) = &c.failed {
+                return Err(e.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl JobBootstrap for OfiConduit {
+    fn barrier(&self) -> Result<()> {
+        self.quiet_all()?;
+        // A PE that ends the job leaves once its exit request was
+        // delivered; if the bootstrap reports it gone first, the request
+        // may still sit unread in the provider: exit_if_asked reads it.
+        let r = self.boot().barrier();
+        self.exit_if_asked(r)?;
+        self.live(&lock(&self.core))
+    }
+
+    fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        if mine.len() > EXCHANGE_MAX {
+            return Err(ConduitError::Bootstrap(format!(
+                "exchange contribution of {} bytes exceeds {EXCHANGE_MAX}",
+                mine.len()
+            )));
+        }
+        let r = self.boot().allgather(mine);
+        self.exit_if_asked(r)
+    }
+}
+
+impl Lifecycle for OfiConduit {
+    /// Bootstraps from the launcher's environment (rendezvous, PMI, PMIx)
+    /// and joins the job ([`OfiConduit::attach_with`]).
+    fn attach(job: &JobEnv, segment: SegmentRequest, settings: &Settings) -> Result<Self> {
+        let get = |k: &str| std::env::var(k).ok();
+        let boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
+        Self::attach_with(job.rank, job.size, segment, boot, settings)
+    }
+
+    /// Leaves the job: `quiet`, a barrier, then the progress thread stops.
+    /// Collective; calling it again does nothing.
+    fn finalize(&self) -> Result<()> {
+        if self.finalized.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.barrier()?;
+        self.finalized.store(true, Ordering::Release);
+        self.stop_thread();
+        lock(&self.core).drain(Duration::from_secs(1));
+        self.boot().finalize()
+    }
+
+    fn global_exit(&self, status: i32) -> ! {
+        crate::wait::note_job_exit();
+        self.broadcast_exit(status);
+        crate::wait::exit_job(status)
+    }
+
+    /// The provider, fabric and domain in use and how atomics travel.
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+}
+
+impl Drop for OfiConduit {
+    fn drop(&mut self) {
+        self.stop_thread();
+    }
+}

@@ -1,0 +1,222 @@
+//! [`AnyConduit`]: every built conduit behind one type, made from the one
+//! list of `kinds` (`with_conduits!`): one variant per *built* conduit,
+//! [`AnyConduit::attach`], [`AnyConduit::kind`] and the static dispatch of
+//! every contract trait, by `match` (no `dyn`, no `Box`).
+
+// Without any conduit feature some of these go unused.
+use crate::config::Settings;
+#[allow(unused_imports)]
+use crate::contract::{
+    ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
+    SignalOp,
+};
+use crate::error::{ConduitError, Result};
+use crate::job::JobEnv;
+use crate::kinds::{ConduitKind, with_conduits};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
+
+macro_rules! declare_dispatch {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:literal, feature $feature:literal, $module:ident :: $ty:ident;
+    )*) => {
+        /// Every built conduit behind one type, dispatched statically by
+        /// `match` so that hot paths inline.
+        // One AnyConduit exists per process; its size does not matter, the
+        // indirection a Box would add on every call does.
+        #[allow(clippy::large_enum_variant)]
+        #[derive(Debug)]
+        pub enum AnyConduit {
+            $( #[cfg(feature = $feature)] $(#[$doc])* $variant(crate::$module::$ty), )*
+        }
+
+        impl AnyConduit {
+            /// Attaches to the job `job` describes, with the segment
+            /// `segment` asks for, through the conduit `job.conduit` names,
+            /// configured by `settings` (which also sets the process-wide
+            /// wait timeout, [`crate::wait::set_timeout`]). Collective over
+            /// the job.
+            #[allow(unused_variables)]
+            pub fn attach(
+                job: &JobEnv,
+                segment: SegmentRequest,
+                settings: &Settings,
+            ) -> Result<AnyConduit> {
+                crate::wait::set_timeout(settings.wait_timeout);
+                match job.conduit {
+                    $(
+                        #[cfg(feature = $feature)]
+                        ConduitKind::$variant => {
+                            Ok(AnyConduit::$variant(<crate::$module::$ty as Lifecycle>::attach(job, segment, settings)?))
+                        }
+                    )*
+                    #[allow(unreachable_patterns)]
+                    other => Err(ConduitError::Bootstrap(format!(
+                        "the {other} conduit is not built in: rebuild with the cargo feature \
+                         `conduits/{}`", other.feature()
+                    ))),
+                }
+            }
+
+            /// Which conduit this is.
+            pub fn kind(&self) -> ConduitKind {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(_) => ConduitKind::$variant, )* }
+            }
+
+            /// Leaves the job ([`Lifecycle::finalize`]). Collective.
+            pub fn finalize(&self) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.finalize(), )* }
+            }
+
+            /// Ends the whole job ([`Lifecycle::global_exit`]).
+            pub fn global_exit(&self, status: i32) -> ! {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.global_exit(status), )* }
+            }
+
+            /// What the conduit uses, for `SHMEM_INFO` ([`Lifecycle::describe`]).
+            pub fn describe(&self) -> String {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.describe(), )* }
+            }
+        }
+
+        impl Segments for AnyConduit {
+            #[inline]
+            fn rank(&self) -> usize {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.rank(), )* }
+            }
+            #[inline]
+            fn size(&self) -> usize {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.size(), )* }
+            }
+            #[inline]
+            fn segment_len(&self) -> usize {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.segment_len(), )* }
+            }
+            #[inline]
+            fn local_segment(&self) -> *mut u8 {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.local_segment(), )* }
+            }
+            #[inline]
+            fn peer_segment(&self, pe: usize) -> Option<*mut u8> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.peer_segment(pe), )* }
+            }
+            fn segment_backing(&self) -> Option<SegmentBacking> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.segment_backing(), )* }
+            }
+        }
+
+        impl Rma for AnyConduit {
+            fn ctx_create(&self) -> Result<CtxId> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.ctx_create(), )* }
+            }
+            fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.ctx_destroy(ctx), )* }
+            }
+            #[inline(always)]
+            fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.put(ctx, pe, offset, src), )* }
+            }
+            #[inline(always)]
+            unsafe fn put_nbi(&self, ctx: CtxId, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+                match *self { $(
+                    #[cfg(feature = $feature)]
+                    // SAFETY: the caller upholds put_nbi's contract, passed on unchanged.
+                    AnyConduit::$variant(ref c) => unsafe { c.put_nbi(ctx, pe, offset, src, len) },
+                )* }
+            }
+            #[inline(always)]
+            fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.get(ctx, pe, offset, dst), )* }
+            }
+            #[inline(always)]
+            unsafe fn get_nbi(&self, ctx: CtxId, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+                match *self { $(
+                    #[cfg(feature = $feature)]
+                    // SAFETY: the caller upholds get_nbi's contract, passed on unchanged.
+                    AnyConduit::$variant(ref c) => unsafe { c.get_nbi(ctx, pe, offset, dst, len) },
+                )* }
+            }
+            #[inline(always)]
+            fn atomic(
+                &self,
+                ctx: CtxId,
+                pe: usize,
+                offset: usize,
+                op: AmoOp,
+                width: AmoWidth,
+                operand: u64,
+                compare: u64,
+            ) -> Result<u64> {
+                match *self { $(
+                    #[cfg(feature = $feature)]
+                    AnyConduit::$variant(ref c) => c.atomic(ctx, pe, offset, op, width, operand, compare),
+                )* }
+            }
+            #[inline(always)]
+            fn put_signal(
+                &self,
+                ctx: CtxId,
+                pe: usize,
+                offset: usize,
+                src: &[u8],
+                sig_offset: usize,
+                sig_op: SignalOp,
+                sig_value: u64,
+            ) -> Result<()> {
+                match *self { $(
+                    #[cfg(feature = $feature)]
+                    AnyConduit::$variant(ref c) => c.put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
+                )* }
+            }
+            #[inline(always)]
+            fn fence(&self, ctx: CtxId) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.fence(ctx), )* }
+            }
+            #[inline(always)]
+            fn quiet(&self, ctx: CtxId) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.quiet(ctx), )* }
+            }
+            fn cpu_atomics(&self) -> bool {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.cpu_atomics(), )* }
+            }
+        }
+
+        impl ActiveMessages for AnyConduit {
+            fn am_request(
+                &self,
+                pe: usize,
+                category: Category,
+                handler: u8,
+                args: &[u32],
+                payload: &[u8],
+                offset: usize,
+            ) -> Result<()> {
+                match *self { $(
+                    #[cfg(feature = $feature)]
+                    AnyConduit::$variant(ref c) => c.am_request(pe, category, handler, args, payload, offset),
+                )* }
+            }
+            fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.register_handler(index, f), )* }
+            }
+            fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.register_system_handler(index, f), )* }
+            }
+            #[inline]
+            fn poll(&self) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.poll(), )* }
+            }
+        }
+
+        impl JobBootstrap for AnyConduit {
+            fn barrier(&self) -> Result<()> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.barrier(), )* }
+            }
+            fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.exchange(mine), )* }
+            }
+        }
+    };
+}
+
+with_conduits!(declare_dispatch);

@@ -1,0 +1,280 @@
+//! devsim's compute core: AM handlers `handlers::FIRST_COMPUTE..=255`
+//! (224..=255) are dispatched here instead of to the host (`CAPS.COMPUTE`).
+//!
+//! The core is pluggable ([`ComputeCore`]); devsim ships [`GemmCore`], a
+//! GEMM tile engine with the **Automatic Result Transfer** (ART) option of
+//! FSHMEM's case study: while a tile is being computed, every `N` results
+//! are sent to a peer board with puts, so the product streams to its
+//! consumer during the computation instead of after it.
+//!
+//! The GEMM protocol (handler, arguments, reply) is
+//! [`gasnet_core::compute`]'s, which hosts use too. Tiles queue and run one
+//! after another; each board step computes at most [`RESULTS_PER_STEP`]
+//! results so that the links stay served while the core computes.
+
+use crate::window::Window;
+use gasnet_core::NodeId;
+use gasnet_core::compute::{ART_NONE, GEMM_ARGS, GEMM_ART_FAILED, GEMM_BAD, GEMM_OK, GEMM_RUN};
+use gasnet_core::engine::Memory;
+use std::collections::VecDeque;
+
+/// Most results one board step computes.
+pub const RESULTS_PER_STEP: usize = 256;
+
+/// Something the compute core asks the board to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Put `bytes` into `dst`'s segment at `offset`; report the outcome to
+    /// [`ComputeCore::put_done`] with `id`.
+    Put {
+        /// The core's name for the put.
+        id: u64,
+        /// Destination board.
+        dst: NodeId,
+        /// Destination segment offset.
+        offset: u64,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// Send a Short AM reply to `dst`'s host handler.
+    Reply {
+        /// The requester.
+        dst: NodeId,
+        /// Its handler.
+        handler: u8,
+        /// Arguments.
+        args: Vec<u32>,
+    },
+}
+
+/// What a compute core sees of its board.
+#[derive(Debug)]
+pub struct ComputeCtx<'a> {
+    /// The board's segment.
+    pub mem: Window,
+    /// This board's node id.
+    pub node: NodeId,
+    /// Number of boards.
+    pub nodes: usize,
+    /// Where the core queues its actions.
+    pub actions: &'a mut Vec<Action>,
+}
+
+/// A pluggable compute core.
+pub trait ComputeCore: Send {
+    /// A request for handler `handler` (224..=255) arrived from `src`.
+    fn request(&mut self, ctx: &mut ComputeCtx<'_>, src: NodeId, handler: u8, args: &[u32]);
+    /// Does a bounded amount of work; returns whether anything happened.
+    fn step(&mut self, ctx: &mut ComputeCtx<'_>) -> bool;
+    /// A put the core asked for completed (`ok`) or failed.
+    fn put_done(&mut self, ctx: &mut ComputeCtx<'_>, id: u64, ok: bool);
+    /// Whether the core has work in progress.
+    fn busy(&self) -> bool;
+}
+
+#[derive(Debug)]
+struct Tile {
+    src: NodeId,
+    a: u64,
+    b: u64,
+    c: u64,
+    m: usize,
+    n: usize,
+    k: usize,
+    art_every: usize,
+    art_peer: Option<NodeId>,
+    art_dst: u64,
+    done_handler: u8,
+    job: u32,
+    /// Results computed so far (row-major index).
+    next: usize,
+    /// Index of the first result not yet sent by ART.
+    art_from: usize,
+    art_buf: Vec<u8>,
+    puts_pending: usize,
+    status: u32,
+}
+
+/// The GEMM tile engine with Automatic Result Transfer.
+#[derive(Debug, Default)]
+pub struct GemmCore {
+    queue: VecDeque<Tile>,
+    next_id: u64,
+    /// Tiles computed since start.
+    pub tiles_done: u64,
+    /// ART puts issued since start.
+    pub art_puts: u64,
+}
+
+impl GemmCore {
+    /// An idle core.
+    pub fn new() -> GemmCore {
+        GemmCore::default()
+    }
+
+    fn parse(src: NodeId, args: &[u32], nodes: usize, seg: u64) -> Result<Tile, (u8, u32)> {
+        if args.len() != GEMM_ARGS {
+            return Err((0, 0));
+        }
+        let done_handler = args[9] as u8;
+        let job = args[10];
+        let bad = || (done_handler, job);
+        let (m, n, k) = (args[3] as usize, args[4] as usize, args[5] as usize);
+        let fits = |off: u32, elems: usize| -> bool {
+            (elems as u64)
+                .checked_mul(8)
+                .and_then(|b| b.checked_add(off as u64))
+                .is_some_and(|end| end <= seg)
+        };
+        let shapes = m.checked_mul(k).zip(k.checked_mul(n)).zip(m.checked_mul(n));
+        let Some(((mk, kn), mn)) = shapes else {
+            return Err(bad());
+        };
+        if !(fits(args[0], mk) && fits(args[1], kn) && fits(args[2], mn)) {
+            return Err(bad());
+        }
+        let art_peer = match args[7] {
+            ART_NONE => None,
+            p if (p as usize) < nodes => Some(p as NodeId),
+            _ => return Err(bad()),
+        };
+        Ok(Tile {
+            src,
+            a: args[0] as u64,
+            b: args[1] as u64,
+            c: args[2] as u64,
+            m,
+            n,
+            k,
+            art_every: if art_peer.is_some() {
+                args[6] as usize
+            } else {
+                0
+            },
+            art_peer,
+            art_dst: args[8] as u64,
+            done_handler,
+            job,
+            next: 0,
+            art_from: 0,
+            art_buf: Vec::new(),
+            puts_pending: 0,
+            status: GEMM_OK,
+        })
+    }
+
+    fn flush_art(&mut self, ctx: &mut ComputeCtx<'_>, force: bool) {
+        let Some(t) = self.queue.front_mut() else {
+            return;
+        };
+        let Some(peer) = t.art_peer else {
+            return;
+        };
+        let ready = t.next - t.art_from;
+        if ready == 0 || (t.art_every > 0 && ready < t.art_every && !force) {
+            return;
+        }
+        let bytes = std::mem::take(&mut t.art_buf);
+        let offset = t.art_dst + 8 * t.art_from as u64;
+        t.art_from = t.next;
+        t.puts_pending += 1;
+        self.next_id += 1;
+        self.art_puts += 1;
+        ctx.actions.push(Action::Put {
+            id: self.next_id,
+            dst: peer,
+            offset,
+            bytes,
+        });
+    }
+
+    fn finish_if_done(&mut self, ctx: &mut ComputeCtx<'_>) {
+        let done = self
+            .queue
+            .front()
+            .is_some_and(|t| t.next == t.m * t.n && t.puts_pending == 0);
+        if done {
+            if let Some(t) = self.queue.pop_front() {
+                self.tiles_done += 1;
+                ctx.actions.push(Action::Reply {
+                    dst: t.src,
+                    handler: t.done_handler,
+                    args: vec![t.job, t.status, (t.m * t.n) as u32],
+                });
+            }
+        }
+    }
+}
+
+fn read_f64(mem: &Window, off: u64) -> f64 {
+    let mut b = [0u8; 8];
+    let _ = mem.read(off, &mut b);
+    f64::from_le_bytes(b)
+}
+
+impl ComputeCore for GemmCore {
+    fn request(&mut self, ctx: &mut ComputeCtx<'_>, src: NodeId, handler: u8, args: &[u32]) {
+        if handler != GEMM_RUN {
+            return;
+        }
+        match GemmCore::parse(src, args, ctx.nodes, ctx.mem.len()) {
+            Ok(t) => self.queue.push_back(t),
+            Err((h, job)) if h >= gasnet_core::handlers::FIRST_USER => {
+                ctx.actions.push(Action::Reply {
+                    dst: src,
+                    handler: h,
+                    args: vec![job, GEMM_BAD, 0],
+                })
+            }
+            Err(_) => {}
+        }
+    }
+
+    fn step(&mut self, ctx: &mut ComputeCtx<'_>) -> bool {
+        let Some(t) = self.queue.front_mut() else {
+            return false;
+        };
+        let total = t.m * t.n;
+        let mut did = 0;
+        while t.next < total && did < RESULTS_PER_STEP {
+            let (i, j) = (t.next / t.n, t.next % t.n);
+            let mut s = 0.0;
+            for x in 0..t.k {
+                let a = read_f64(&ctx.mem, t.a + 8 * (i * t.k + x) as u64);
+                let b = read_f64(&ctx.mem, t.b + 8 * (x * t.n + j) as u64);
+                s += a * b;
+            }
+            let bytes = s.to_le_bytes();
+            let _ = ctx.mem.write_shared(t.c + 8 * t.next as u64, &bytes);
+            if t.art_peer.is_some() {
+                t.art_buf.extend_from_slice(&bytes);
+            }
+            t.next += 1;
+            did += 1;
+            if t.art_every > 0 && t.next - t.art_from >= t.art_every {
+                self.flush_art(ctx, false);
+                return true;
+            }
+        }
+        let finished = self.queue.front().is_some_and(|t| t.next == total);
+        if finished {
+            self.flush_art(ctx, true);
+            self.finish_if_done(ctx);
+        }
+        true
+    }
+
+    fn put_done(&mut self, ctx: &mut ComputeCtx<'_>, _id: u64, ok: bool) {
+        if let Some(t) = self.queue.front_mut() {
+            t.puts_pending = t.puts_pending.saturating_sub(1);
+            if !ok {
+                t.status = GEMM_ART_FAILED;
+            }
+        }
+        self.finish_if_done(ctx);
+    }
+
+    fn busy(&self) -> bool {
+        !self.queue.is_empty()
+    }
+}

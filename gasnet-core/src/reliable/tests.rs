@@ -1,0 +1,428 @@
+//! The transport over a simulated network that loses, duplicates, delays
+//! and reorders datagrams, driven by a seeded generator and a fake clock.
+
+use super::*;
+use crate::engine::{Command, Engine, GetInto, PutSource, Status};
+use crate::{AmoOp, AmoWidth};
+
+/// xorshift64*: deterministic, seeded, good enough for fault injection.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn chance(&mut self, percent: f64) -> bool {
+        (self.next() % 1_000_000) as f64 / 10_000.0 < percent
+    }
+}
+
+/// Faults applied to every datagram.
+#[derive(Clone, Copy)]
+struct Faults {
+    loss: f64,
+    dup: f64,
+    /// Percent of datagrams held back by an extra delay (reordering).
+    reorder: f64,
+}
+
+struct Net {
+    rng: Rng,
+    faults: Faults,
+    /// (deliver at, destination, bytes)
+    flight: Vec<(Instant, NodeId, Vec<u8>)>,
+    base_delay: Duration,
+}
+
+impl Net {
+    fn carry(&mut self, now: Instant, dst: NodeId, bytes: &[u8]) {
+        if self.rng.chance(self.faults.loss) {
+            return;
+        }
+        let copies = if self.rng.chance(self.faults.dup) {
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let mut at = now + self.base_delay;
+            if self.rng.chance(self.faults.reorder) {
+                at += Duration::from_micros(50 + self.rng.next() % 2000);
+            }
+            self.flight.push((at, dst, bytes.to_vec()));
+        }
+    }
+
+    fn due(&mut self, now: Instant) -> Vec<(NodeId, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut k = 0;
+        while k < self.flight.len() {
+            if self.flight[k].0 <= now {
+                let (_, d, b) = self.flight.swap_remove(k);
+                out.push((d, b));
+            } else {
+                k += 1;
+            }
+        }
+        out
+    }
+}
+
+fn cfg() -> Config {
+    Config {
+        peer_timeout: Duration::from_secs(5),
+        ..Config::default()
+    }
+}
+
+/// Transports only: every node sends numbered AMs of assorted sizes to
+/// every other; each receiver must get each exactly once, in order.
+fn stream(n: usize, datagram: usize, faults: Faults, seed: u64, per_pair: usize) -> Stats {
+    let t0 = Instant::now();
+    let mut now = t0;
+    let mut ts: Vec<Transport> = (0..n)
+        .map(|i| Transport::new(i as NodeId, &vec![datagram; n], cfg(), now))
+        .collect();
+    let mut net = Net {
+        rng: Rng(seed),
+        faults,
+        flight: Vec::new(),
+        base_delay: Duration::from_micros(20),
+    };
+    let mut rng = Rng(seed ^ 0xabcdef);
+    for k in 0..per_pair {
+        for (s, t) in ts.iter_mut().enumerate() {
+            for d in 0..n {
+                if d == s {
+                    continue;
+                }
+                let len = (rng.next() % 3000) as usize;
+                let payload: Vec<u8> = (0..len).map(|i| (i + k + s) as u8).collect();
+                let p = Packet::long(
+                    Direction::Reply,
+                    s as NodeId,
+                    d as NodeId,
+                    70,
+                    &[k as u32, s as u32],
+                    &payload,
+                    k as u64 * 8,
+                );
+                t.send(p, now);
+            }
+        }
+    }
+    let mut got = vec![vec![0usize; n]; n];
+    let step = Duration::from_micros(10);
+    for _ in 0..2_000_000 {
+        for t in ts.iter_mut() {
+            let mut outs = Vec::new();
+            t.transmit(now, &mut |d, b| outs.push((d, b.to_vec())));
+            t.check(now)
+                .expect("no peer fails on a lossy but live network");
+            for (d, b) in outs {
+                net.carry(now, d, &b);
+            }
+        }
+        for (d, b) in net.due(now) {
+            ts[d as usize].receive(&b, now);
+        }
+        for (d, t) in ts.iter_mut().enumerate() {
+            while let Some(p) = t.delivered() {
+                let s = p.src as usize;
+                let k = got[d][s];
+                assert_eq!(p.args, vec![k as u32, s as u32], "order {s}->{d}");
+                assert_eq!(p.offset, k as u64 * 8);
+                assert_eq!(p.total_len as usize, p.payload.len());
+                assert!(
+                    p.payload
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &b)| b == (i + k + s) as u8)
+                );
+                got[d][s] += 1;
+            }
+        }
+        let done = (0..n).all(|d| (0..n).all(|s| s == d || got[d][s] == per_pair));
+        if done && ts.iter().all(|t| !t.has_unacked()) {
+            return ts.iter().fold(Stats::default(), |a, t| {
+                let s = t.stats();
+                Stats {
+                    retransmitted: a.retransmitted + s.retransmitted,
+                    duplicates: a.duplicates + s.duplicates,
+                    out_of_order: a.out_of_order + s.out_of_order,
+                    nacks_sent: a.nacks_sent + s.nacks_sent,
+                    timeouts: a.timeouts + s.timeouts,
+                    ..a
+                }
+            });
+        }
+        now += step;
+    }
+    panic!("stream did not finish: {got:?}");
+}
+
+#[test]
+fn clean_network_delivers_in_order_without_retransmission() {
+    let none = Faults {
+        loss: 0.0,
+        dup: 0.0,
+        reorder: 0.0,
+    };
+    let s = stream(3, 1232, none, 1, 200);
+    assert_eq!(s.retransmitted, 0);
+    assert_eq!(s.duplicates, 0);
+}
+
+#[test]
+fn lossy_network_delivers_everything_once_in_order() {
+    let bad = Faults {
+        loss: 5.0,
+        dup: 1.0,
+        reorder: 10.0,
+    };
+    for seed in [7, 8, 9] {
+        let s = stream(3, 1232, bad, seed, 150);
+        assert!(s.retransmitted > 0 && s.duplicates > 0 && s.out_of_order > 0);
+        assert!(s.nacks_sent > 0);
+    }
+}
+
+#[test]
+fn very_lossy_network_with_tiny_datagrams() {
+    let worse = Faults {
+        loss: 20.0,
+        dup: 5.0,
+        reorder: 20.0,
+    };
+    stream(2, 200, worse, 42, 60);
+}
+
+#[test]
+fn silent_peer_is_reported_after_the_timeout() {
+    let mut now = Instant::now();
+    let c = Config {
+        peer_timeout: Duration::from_millis(300),
+        ..Config::default()
+    };
+    let mut t = Transport::new(0, &[1500, 1500], c, now);
+    t.send(Packet::short(Direction::Request, 0, 1, 70, &[1]), now);
+    let mut sent = 0;
+    let err = loop {
+        t.transmit(now, &mut |_, _| sent += 1);
+        if let Err(e) = t.check(now) {
+            break e;
+        }
+        now += Duration::from_millis(1);
+    };
+    assert_eq!(err.peer, 1);
+    assert!(err.reason.contains("unacknowledged"), "{}", err.reason);
+    assert!(sent >= 3, "retransmitted with backoff: {sent}");
+}
+
+#[test]
+fn awaited_response_triggers_probe_then_failure() {
+    let mut now = Instant::now();
+    let c = Config {
+        peer_timeout: Duration::from_millis(400),
+        keepalive: Duration::from_millis(50),
+        ..Config::default()
+    };
+    let mut a = Transport::new(0, &[1500, 1500], c, now);
+    let mut b = Transport::new(1, &[1500, 1500], c, now);
+    a.send(Packet::short(Direction::Request, 0, 1, 70, &[1]), now);
+    // b receives and acknowledges, then goes silent without answering.
+    let mut to_b = Vec::new();
+    a.transmit(now, &mut |_, d| to_b.push(d.to_vec()));
+    for d in &to_b {
+        b.receive(d, now);
+    }
+    assert!(b.delivered().is_some());
+    now += Duration::from_millis(1);
+    let mut to_a = Vec::new();
+    b.transmit(now, &mut |_, d| to_a.push(d.to_vec()));
+    for d in &to_a {
+        a.receive(d, now);
+    }
+    assert!(!a.has_unacked());
+    let mut probes = 0;
+    let err = loop {
+        now += Duration::from_millis(5);
+        if let Err(e) = a.check(now) {
+            break e;
+        }
+        a.transmit(now, &mut |_, d| {
+            if wire::decode(d).is_ok_and(|p| p.handler == PROBE_HANDLER) {
+                probes += 1;
+            }
+        });
+    };
+    assert_eq!(err.peer, 1);
+    assert!(probes >= 1);
+    assert!(
+        err.reason.contains("1 requests unanswered"),
+        "{}",
+        err.reason
+    );
+}
+
+#[test]
+fn garbage_and_misaddressed_datagrams_are_rejected() {
+    let now = Instant::now();
+    let mut t = Transport::new(0, &[1500, 1500], cfg(), now);
+    t.receive(&[1, 2, 3], now);
+    let p = Packet::short(Direction::Request, 1, 5, 70, &[]).with_seq(0);
+    t.receive(&wire::encode(&p).unwrap(), now);
+    let p = Packet::short(Direction::Request, 1, 0, 70, &[]);
+    t.receive(&wire::encode(&p).unwrap(), now);
+    assert_eq!(t.stats().rejected, 3);
+    assert!(t.delivered().is_none());
+}
+
+#[test]
+fn sequence_numbers_wrap() {
+    let mut now = Instant::now();
+    let mut a = Transport::new(0, &[1500, 1500], cfg(), now);
+    let mut b = Transport::new(1, &[1500, 1500], cfg(), now);
+    a.peers[1].next_seq = u32::MAX - 3;
+    b.peers[0].expected = u32::MAX - 3;
+    for k in 0..10u32 {
+        a.send(Packet::short(Direction::Reply, 0, 1, 70, &[k]), now);
+    }
+    for _ in 0..10 {
+        let mut ab = Vec::new();
+        a.transmit(now, &mut |_, d| ab.push(d.to_vec()));
+        for d in ab.iter().rev() {
+            b.receive(d, now);
+        }
+        let mut ba = Vec::new();
+        b.transmit(now, &mut |_, d| ba.push(d.to_vec()));
+        for d in &ba {
+            a.receive(d, now);
+        }
+        now += Duration::from_millis(1);
+    }
+    let got: Vec<u32> = std::iter::from_fn(|| b.delivered())
+        .map(|p| p.args[0])
+        .collect();
+    assert_eq!(got, (0..10).collect::<Vec<_>>());
+    assert!(!a.has_unacked());
+}
+
+/// Engines over the transports: puts, gets and atomics under loss,
+/// duplication and reordering give exact results, nothing applied twice.
+#[test]
+fn engines_over_a_lossy_network_are_exact() {
+    const SEG: usize = 1 << 16;
+    let n = 3;
+    let t0 = Instant::now();
+    let mut now = t0;
+    let mut engines: Vec<_> = (0..n)
+        .map(|i| Engine::new(i as NodeId, n, vec![0u8; SEG]))
+        .collect();
+    let mut ts: Vec<Transport> = (0..n)
+        .map(|i| Transport::new(i as NodeId, &vec![1232; n], cfg(), now))
+        .collect();
+    let mut net = Net {
+        rng: Rng(99),
+        faults: Faults {
+            loss: 5.0,
+            dup: 1.0,
+            reorder: 10.0,
+        },
+        flight: Vec::new(),
+        base_delay: Duration::from_micros(30),
+    };
+    const ADDS: u64 = 200;
+    for (i, e) in engines.iter_mut().enumerate() {
+        for k in 0..ADDS {
+            let amo = Command::Amo {
+                dst: 0,
+                op: AmoOp::FetchAdd,
+                width: AmoWidth::W64,
+                offset: 0,
+                operand: 1,
+                compare: 0,
+            };
+            e.submit(k, amo).unwrap();
+        }
+        let big: Vec<u8> = (0..20_000).map(|x| (x * 7 + i) as u8).collect();
+        let put = Command::Put {
+            dst: ((i + 1) % n) as NodeId,
+            offset: 4096 + 20_000 * i as u64,
+            source: PutSource::Bytes(big),
+        };
+        e.submit(1000, put).unwrap();
+        let get = Command::Get {
+            dst: ((i + 1) % n) as NodeId,
+            offset: 4096 + 20_000 * i as u64,
+            len: 20_000,
+            into: GetInto::Buffer,
+        };
+        e.submit(2000, get).unwrap();
+    }
+    let mut olds = vec![Vec::new(); n];
+    let mut got = vec![None; n];
+    for _ in 0..5_000_000 {
+        for i in 0..n {
+            while let Some(p) = engines[i].next_outgoing() {
+                ts[i].send(p, now);
+            }
+            let mut outs = Vec::new();
+            ts[i].transmit(now, &mut |d, b| outs.push((d, b.to_vec())));
+            ts[i].check(now).expect("live");
+            for (d, b) in outs {
+                net.carry(now, d, &b);
+            }
+            while let Some(c) = engines[i].poll_completion() {
+                assert_eq!(c.status, Status::Ok);
+                match c.tag {
+                    1000 => {}
+                    2000 => got[i] = Some(c.data),
+                    _ => olds[i].push(c.value),
+                }
+            }
+        }
+        for (d, b) in net.due(now) {
+            ts[d as usize].receive(&b, now);
+        }
+        for i in 0..n {
+            while let Some(p) = ts[i].delivered() {
+                engines[i].receive(p);
+            }
+        }
+        if engines.iter().all(|e| e.outstanding() == 0) {
+            break;
+        }
+        now += Duration::from_micros(10);
+    }
+    assert!(engines.iter().all(|e| e.outstanding() == 0), "finished");
+    for (i, e) in engines.iter_mut().enumerate() {
+        while let Some(c) = e.poll_completion() {
+            assert_eq!(c.status, Status::Ok);
+            match c.tag {
+                1000 => {}
+                2000 => got[i] = Some(c.data),
+                _ => olds[i].push(c.value),
+            }
+        }
+    }
+    let word: [u8; 8] = engines[0].memory()[..8].try_into().unwrap();
+    assert_eq!(
+        u64::from_le_bytes(word),
+        ADDS * n as u64,
+        "no add lost or doubled"
+    );
+    let mut all: Vec<u64> = olds.concat();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (0..ADDS * n as u64).collect::<Vec<_>>(),
+        "old values unique"
+    );
+    for (i, g) in got.iter().enumerate() {
+        let want: Vec<u8> = (0..20_000).map(|x| (x * 7 + i) as u8).collect();
+        assert_eq!(g.as_deref(), Some(&want[..]), "get after put on PE {i}");
+    }
+}

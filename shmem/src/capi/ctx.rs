@@ -1,0 +1,103 @@
+//! Contexts: creation on the world team or a split team, destruction,
+//! the context's team, and ordering and completion per context.
+
+use super::{CTX_DEFAULT, CtxH, CtxObj, TEAM_WORLD, TeamH, ok, rt, team_state};
+use crate::ctx::CtxOptions;
+use crate::team::TeamState;
+use std::ffi::{c_int, c_long};
+use std::sync::Arc;
+
+fn new_ctx(team: Arc<TeamState>, team_handle: TeamH, options: c_long) -> Option<CtxH> {
+    let options = CtxOptions::from_bits(u32::try_from(options).ok()?)?;
+    Some(Box::into_raw(Box::new(CtxObj {
+        team,
+        team_handle,
+        options,
+    })))
+}
+
+/// `shmem_ctx_create`: a context on the world team; 0, or -1 for unknown
+/// options.
+///
+/// # Safety
+/// `ctx` must be writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut CtxH) -> c_int {
+    let rt = rt("shmem_ctx_create");
+    let c = new_ctx(rt.pool.world.clone(), TEAM_WORLD as TeamH, options);
+    // SAFETY: the C contract: a writable handle.
+    unsafe { ctx.write(c.unwrap_or(std::ptr::null_mut())) };
+    if c.is_some() { 0 } else { -1 }
+}
+
+/// `shmem_team_create_ctx`: 0, or -1 for an invalid team or options.
+///
+/// # Safety
+/// `ctx` must be writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_team_create_ctx(
+    team: TeamH,
+    options: c_long,
+    ctx: *mut CtxH,
+) -> c_int {
+    let rt = rt("shmem_team_create_ctx");
+    let c = team_state(rt, team).and_then(|t| new_ctx(t.clone(), team, options));
+    // SAFETY: the C contract: a writable handle.
+    unsafe { ctx.write(c.unwrap_or(std::ptr::null_mut())) };
+    if c.is_some() { 0 } else { -1 }
+}
+
+/// `shmem_ctx_destroy`: quiet, then the context is gone.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_ctx_destroy(ctx: CtxH) {
+    const CALL: &str = "shmem_ctx_destroy";
+    if ctx.is_null() || ctx as usize == CTX_DEFAULT {
+        return;
+    }
+    ok(rt(CALL).quiet(CALL));
+    // SAFETY: the handle came from `Box::into_raw` in `new_ctx`.
+    drop(unsafe { Box::from_raw(ctx) });
+}
+
+/// `shmem_ctx_get_team`: 0, or -1 for `SHMEM_CTX_INVALID`.
+///
+/// # Safety
+/// `team` must be writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmem_ctx_get_team(ctx: CtxH, team: *mut TeamH) -> c_int {
+    let h = match ctx as usize {
+        0 => std::ptr::null_mut(),
+        CTX_DEFAULT => TEAM_WORLD as TeamH,
+        // SAFETY: a live context from `new_ctx`.
+        _ => unsafe { (*ctx).team_handle },
+    };
+    if !team.is_null() {
+        // SAFETY: the C contract: a writable handle.
+        unsafe { team.write(h) };
+    }
+    if h.is_null() { -1 } else { 0 }
+}
+
+macro_rules! ctx_order {
+    ($($name:ident $call:literal $m:ident;)*) => {$(
+        /// Completion or ordering of a context's operations (the whole PE's:
+        /// the conduits know no contexts).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name(ctx: CtxH) {
+            if ctx.is_null() {
+                return;
+            }
+            ok(rt($call).$m($call));
+        }
+    )*};
+}
+ctx_order!(
+    shmem_ctx_quiet "shmem_ctx_quiet" quiet;
+    shmem_ctx_fence "shmem_ctx_fence" fence;
+);
+
+/// `shmem_ctx_pe_quiet` (1.6).
+#[unsafe(no_mangle)]
+pub extern "C" fn shmem_ctx_pe_quiet(ctx: CtxH, _pes: *const c_int, _npes: usize) {
+    shmem_ctx_quiet(ctx)
+}

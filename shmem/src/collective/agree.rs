@@ -1,0 +1,454 @@
+//! The argument check of data collectives: every PE of the team must call
+//! the same collective with the same root, element count, element size,
+//! operator and strides (a collect's counts may differ). The check rides
+//! on the team sync that starts every data collective, so it costs no
+//! extra message: each sync message carries a 24-byte [`Summary`] into the
+//! cache line of the counter it increments.
+//!
+//! # The summary
+//!
+//! Each PE's call is a [`Record`] (the routine's name and its arguments)
+//! and a 64-bit hash of the arguments. A summary describes a set of PEs
+//! by two (team rank, hash) pairs: the *reference*, the lowest team rank
+//! in the set, and the *difference*, the lowest team rank whose hash
+//! differs from the reference's (if any). Merging two summaries gives
+//! exactly the summary of the union of their sets (the lower reference
+//! wins; the difference is the lowest differing rank among the four
+//! pairs), and merging is idempotent, so the overlapping paths of a
+//! dissemination barrier and the gather of a tree barrier both end with
+//! every PE holding the summary of the whole team: the same one on every
+//! PE. If it has a difference, every PE leaves its full record (the
+//! routine's name and its arguments) in its team slot, fetches the two
+//! PEs' records, and reports the same two PEs and their two calls, before
+//! any data moves.
+
+use crate::error::ShmemError;
+
+/// Which data collective a PE called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `v`: root, elements, element size.
+    Broadcast = 1,
+    /// `v`: elements, element size.
+    Fcollect = 2,
+    /// `v`: element size (counts may differ).
+    Collect = 3,
+    /// `v`: elements per block, element size.
+    Alltoall = 4,
+    /// `v`: elements per block, element size, dst stride, sst stride.
+    Alltoalls = 5,
+    /// `v`: elements, element size, operator and type tag.
+    Reduce = 6,
+    /// `v`: elements, element size, operator and type tag, exclusive.
+    Scan = 7,
+}
+
+impl Kind {
+    fn from_code(c: u8) -> Option<Kind> {
+        Some(match c {
+            1 => Kind::Broadcast,
+            2 => Kind::Fcollect,
+            3 => Kind::Collect,
+            4 => Kind::Alltoall,
+            5 => Kind::Alltoalls,
+            6 => Kind::Reduce,
+            7 => Kind::Scan,
+            _ => return None,
+        })
+    }
+}
+
+/// The arguments of one data collective call that every PE must share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Args {
+    kind: Kind,
+    v: [u64; 4],
+}
+
+impl Args {
+    /// A broadcast from team PE `root` of `nelems` elements of `es` bytes.
+    pub(crate) fn broadcast(root: usize, nelems: usize, es: usize) -> Args {
+        Args {
+            kind: Kind::Broadcast,
+            v: [root as u64, nelems as u64, es as u64, 0],
+        }
+    }
+
+    /// An fcollect of `nelems` elements of `es` bytes per PE.
+    pub(crate) fn fcollect(nelems: usize, es: usize) -> Args {
+        Args {
+            kind: Kind::Fcollect,
+            v: [nelems as u64, es as u64, 0, 0],
+        }
+    }
+
+    /// A collect of elements of `es` bytes.
+    pub(crate) fn collect(es: usize) -> Args {
+        Args {
+            kind: Kind::Collect,
+            v: [es as u64, 0, 0, 0],
+        }
+    }
+
+    /// An alltoall of blocks of `nelems` elements of `es` bytes.
+    pub(crate) fn alltoall(nelems: usize, es: usize) -> Args {
+        Args {
+            kind: Kind::Alltoall,
+            v: [nelems as u64, es as u64, 0, 0],
+        }
+    }
+
+    /// A strided alltoall.
+    pub(crate) fn alltoalls(nelems: usize, es: usize, dst: usize, sst: usize) -> Args {
+        Args {
+            kind: Kind::Alltoalls,
+            v: [nelems as u64, es as u64, dst as u64, sst as u64],
+        }
+    }
+
+    /// A reduction of `nreduce` elements of type `T` with operator `op`.
+    pub(crate) fn reduce<T>(op: &str, nreduce: usize) -> Args {
+        Args {
+            kind: Kind::Reduce,
+            v: [
+                nreduce as u64,
+                size_of::<T>() as u64,
+                tag(op, std::any::type_name::<T>()),
+                0,
+            ],
+        }
+    }
+
+    /// A scan of `nreduce` elements of type `T` with operator `op`.
+    pub(crate) fn scan<T>(op: &str, nreduce: usize, exclusive: bool) -> Args {
+        Args {
+            kind: Kind::Scan,
+            v: [
+                nreduce as u64,
+                size_of::<T>() as u64,
+                tag(op, std::any::type_name::<T>()),
+                exclusive as u64,
+            ],
+        }
+    }
+}
+
+impl Args {
+    /// The hash PEs compare. The routine's name is not part of it: C
+    /// programs may name one call differently on different PEs
+    /// (`shmem_int_` and `shmem_int32_` are the same type), and everything
+    /// that changes the data movement is in the arguments.
+    #[inline]
+    pub(crate) fn hash(&self) -> u64 {
+        hash_of(self.kind as u64, &self.v)
+    }
+}
+
+#[inline]
+fn hash_of(kind: u64, v: &[u64; 4]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for w in [kind, v[0], v[1], v[2], v[3]] {
+        h = (h ^ w).wrapping_mul(0x0100_0000_01b3);
+        h ^= h >> 29;
+    }
+    h
+}
+
+/// A 64-bit tag of an operator and element type (FNV-1a): PEs of one
+/// program agree on it; two different pairs collide with negligible odds.
+fn tag(op: &str, ty: &str) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for b in op.bytes().chain([0]).chain(ty.bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Bytes of a call name a record keeps (longer names are cut).
+const NAME_LEN: usize = 32;
+/// Bytes of one encoded [`Record`].
+pub(crate) const RECORD_LEN: usize = 8 + 32 + NAME_LEN;
+/// Bytes of one encoded [`Summary`]: two fit behind the counter in a
+/// sender's cache-line cell (`team::CELL`).
+pub(crate) const SUMMARY_LEN: usize = 24;
+const _: () = assert!(8 + 2 * SUMMARY_LEN <= crate::pool::CELL);
+const _: () = assert!(RECORD_LEN <= crate::pool::RECORD_AREA);
+
+/// One PE's call: its team rank, the routine's name and its arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    rank: u32,
+    /// `None` for bytes that name no kind (never sent by this library).
+    kind: Option<Kind>,
+    v: [u64; 4],
+    name: [u8; NAME_LEN],
+    name_len: u8,
+}
+
+impl Record {
+    /// This PE's record.
+    pub(crate) fn new(rank: usize, call: &str, args: Args) -> Record {
+        let mut name = [0u8; NAME_LEN];
+        let n = call.len().min(NAME_LEN);
+        name[..n].copy_from_slice(&call.as_bytes()[..n]);
+        Record {
+            rank: rank as u32,
+            kind: Some(args.kind),
+            v: args.v,
+            name,
+            name_len: n as u8,
+        }
+    }
+
+    /// The team rank of the PE that made this call.
+    pub(crate) fn rank(&self) -> usize {
+        self.rank as usize
+    }
+
+    /// The hash of the record's arguments (see [`Args::hash`]).
+    #[cfg(test)]
+    fn hash(&self) -> u64 {
+        hash_of(self.kind.map_or(0, |k| k as u64), &self.v)
+    }
+
+    fn name(&self) -> String {
+        let n = (self.name_len as usize).min(NAME_LEN);
+        String::from_utf8_lossy(&self.name[..n]).into_owned()
+    }
+
+    /// The call as a user reads it: `shmem_int_broadcast with root 1, 10
+    /// elements of 4 bytes`.
+    pub(crate) fn describe(&self) -> String {
+        let [a, b, c, d] = self.v;
+        let what = match self.kind {
+            Some(Kind::Broadcast) => format!("root {a}, {b} elements of {c} bytes"),
+            Some(Kind::Fcollect) => format!("{a} elements of {b} bytes"),
+            Some(Kind::Collect) => format!("elements of {a} bytes"),
+            Some(Kind::Alltoall) => format!("blocks of {a} elements of {b} bytes"),
+            Some(Kind::Alltoalls) => {
+                format!("blocks of {a} elements of {b} bytes, strides dst {c} sst {d}")
+            }
+            Some(Kind::Reduce) => format!("{a} elements of {b} bytes"),
+            Some(Kind::Scan) => format!(
+                "{a} elements of {b} bytes ({})",
+                if d != 0 { "exclusive" } else { "inclusive" }
+            ),
+            None => "unknown arguments".to_string(),
+        };
+        format!("{} with {what}", self.name())
+    }
+
+    /// Encodes the record into [`RECORD_LEN`] bytes.
+    pub(crate) fn encode(&self) -> [u8; RECORD_LEN] {
+        let mut out = [0u8; RECORD_LEN];
+        let kind = self.kind.map_or(0, |k| k as u8);
+        let w0 = self.rank as u64 | (kind as u64) << 32 | (self.name_len as u64) << 40;
+        out[..8].copy_from_slice(&w0.to_le_bytes());
+        for (i, v) in self.v.iter().enumerate() {
+            out[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        out[40..40 + NAME_LEN].copy_from_slice(&self.name);
+        out
+    }
+
+    /// Decodes a record; bytes of any value decode to some record.
+    pub(crate) fn decode(b: &[u8; RECORD_LEN]) -> Record {
+        let w0 = le(&b[..8]);
+        let mut name = [0u8; NAME_LEN];
+        name.copy_from_slice(&b[40..40 + NAME_LEN]);
+        Record {
+            rank: w0 as u32,
+            kind: Kind::from_code((w0 >> 32) as u8),
+            v: [
+                le(&b[8..16]),
+                le(&b[16..24]),
+                le(&b[24..32]),
+                le(&b[32..40]),
+            ],
+            name,
+            name_len: ((w0 >> 40) as u8).min(NAME_LEN as u8),
+        }
+    }
+}
+
+/// The little-endian `u64` of 8 bytes.
+fn le(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(b);
+    u64::from_le_bytes(w)
+}
+
+/// No difference: the rank field's value.
+const NONE: u32 = u32::MAX;
+
+/// What a set of PEs called: the lowest rank and the hash of its call, and
+/// the lowest rank whose hash differs, with its hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Summary {
+    reference: (u32, u64),
+    diff: Option<(u32, u64)>,
+}
+
+impl Summary {
+    /// The summary of team rank `rank` calling with `args`.
+    #[inline]
+    pub(crate) fn own(rank: usize, args: &Args) -> Summary {
+        Summary {
+            reference: (rank as u32, args.hash()),
+            diff: None,
+        }
+    }
+
+    /// Merges the summary of another set of PEs into this one.
+    #[inline]
+    pub(crate) fn merge(&mut self, o: &Summary) {
+        let reference = if o.reference.0 < self.reference.0 {
+            o.reference
+        } else {
+            self.reference
+        };
+        let diff = [Some(self.reference), self.diff, Some(o.reference), o.diff]
+            .into_iter()
+            .flatten()
+            .filter(|r| r.1 != reference.1)
+            .min_by_key(|r| r.0);
+        *self = Summary { reference, diff };
+    }
+
+    /// The team ranks of the two disagreeing calls (reference first), if
+    /// any.
+    pub(crate) fn disagreement(&self) -> Option<(usize, usize)> {
+        self.diff.map(|d| (self.reference.0 as usize, d.0 as usize))
+    }
+
+    /// Encodes the summary into [`SUMMARY_LEN`] bytes.
+    #[inline]
+    pub(crate) fn encode(&self) -> [u8; SUMMARY_LEN] {
+        let (dr, dh) = self.diff.unwrap_or((NONE, 0));
+        let mut out = [0u8; SUMMARY_LEN];
+        out[..8].copy_from_slice(&(self.reference.0 as u64 | (dr as u64) << 32).to_le_bytes());
+        out[8..16].copy_from_slice(&self.reference.1.to_le_bytes());
+        out[16..24].copy_from_slice(&dh.to_le_bytes());
+        out
+    }
+
+    /// Decodes [`SUMMARY_LEN`] bytes (never panics).
+    #[inline]
+    pub(crate) fn decode(b: &[u8; SUMMARY_LEN]) -> Summary {
+        let ranks = le(&b[..8]);
+        let dr = (ranks >> 32) as u32;
+        Summary {
+            reference: (ranks as u32, le(&b[8..16])),
+            diff: (dr != NONE).then(|| (dr, le(&b[16..24]))),
+        }
+    }
+}
+
+/// The error every PE reports when the team's calls disagree; ranks are
+/// translated to world PEs by `world`.
+pub(crate) fn mismatch(
+    pe: usize,
+    call: &'static str,
+    first: &Record,
+    other: &Record,
+    world: impl Fn(usize) -> usize,
+) -> ShmemError {
+    ShmemError::CollectiveMismatch {
+        pe,
+        call,
+        first_pe: world(first.rank()),
+        first: first.describe(),
+        other_pe: world(other.rank()),
+        other: other.describe(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(rank: usize, root: usize) -> Record {
+        Record::new(rank, "shmem_int_broadcast", Args::broadcast(root, 10, 4))
+    }
+
+    /// The summary of every subset, merged in any order, is the summary of
+    /// the union: the lowest rank and the lowest rank that differs from it.
+    #[test]
+    fn merging_is_exact_in_any_order() {
+        let roots = [0usize, 0, 1, 0, 1, 2, 0];
+        let n = roots.len();
+        let own: Vec<Summary> = (0..n)
+            .map(|r| Summary::own(r, &Args::broadcast(roots[r], 10, 4)))
+            .collect();
+        // Dissemination on 7 PEs: every PE ends with the whole summary.
+        let mut s = own.clone();
+        let mut d = 1;
+        while d < n {
+            let before = s.clone();
+            for (me, sm) in s.iter_mut().enumerate() {
+                sm.merge(&before[(me + n - d) % n]);
+            }
+            d <<= 1;
+        }
+        for sm in &s {
+            assert_eq!(sm.disagreement(), Some((0, 2)));
+        }
+        // Merging a summary with itself or twice changes nothing.
+        let mut x = s[3];
+        x.merge(&s[3]);
+        x.merge(&own[5]);
+        assert_eq!(x, s[3]);
+        // Agreement stays agreement.
+        let mut same = Summary::own(4, &Args::broadcast(1, 10, 4));
+        for r in [2, 6, 0] {
+            same.merge(&Summary::own(r, &Args::broadcast(1, 10, 4)));
+        }
+        assert_eq!(same.disagreement(), None);
+        assert_eq!(same.reference.0, 0);
+    }
+
+    #[test]
+    fn records_and_summaries_round_trip_and_any_bytes_decode() {
+        let r = Record::new(
+            5,
+            "shmem_a_very_long_routine_name_that_is_cut_somewhere",
+            Args::scan::<f64>("sum", 7, true),
+        );
+        assert_eq!(Record::decode(&r.encode()), r);
+        assert_eq!(
+            r.describe(),
+            "shmem_a_very_long_routine_name_t with 7 elements of 8 bytes (exclusive)"
+        );
+        let mut s = Summary::own(3, &Args::broadcast(0, 10, 4));
+        s.merge(&Summary::own(5, &Args::scan::<f64>("sum", 7, true)));
+        assert_eq!(r.hash(), Args::scan::<f64>("sum", 7, true).hash());
+        assert_eq!(rec(2, 0).hash(), Args::broadcast(0, 10, 4).hash());
+        assert_eq!(Summary::decode(&s.encode()), s);
+        assert_eq!(s.disagreement(), Some((3, 5)));
+        let mut b = [0u8; RECORD_LEN];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = (i * 37 + 11) as u8;
+        }
+        let _ = Record::decode(&b).describe();
+        b.fill(0xff);
+        let _ = Record::decode(&b).describe();
+        let _ = Summary::decode(&[0xff; SUMMARY_LEN]).disagreement();
+    }
+
+    #[test]
+    fn operators_and_types_are_part_of_a_reduction() {
+        let h = |op, t: bool| {
+            if t {
+                Record::new(0, "x", Args::reduce::<i32>(op, 4)).hash()
+            } else {
+                Record::new(1, "y", Args::reduce::<f32>(op, 4)).hash()
+            }
+        };
+        assert_ne!(h("sum", true), h("max", true));
+        assert_ne!(h("sum", true), h("sum", false));
+        assert_eq!(
+            h("sum", true),
+            Record::new(3, "shmem_int32_sum_reduce", Args::reduce::<i32>("sum", 4)).hash()
+        );
+    }
+}

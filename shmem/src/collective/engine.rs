@@ -1,0 +1,974 @@
+//! The collective engine: messages, waits and the algorithms, on segment
+//! offsets. Only the conduit's puts, put-with-signal, atomics and fence and
+//! local waits are used, so every algorithm runs unchanged on any conduit.
+//!
+//! # Messages
+//!
+//! Each team slot holds one 64-bit counter per sender (team rank) on every
+//! PE. A message from `s` to `r` is a put-with-signal (or a bare atomic
+//! add) that adds 1 to counter `s` on `r`; `r` counts the messages it has
+//! waited for from each sender and waits for the next one with
+//! `counter >= count`. One writer per counter, atomics to one word applied
+//! in issue order and data before signal make this exact however far a
+//! sender runs ahead into later collectives: no reset, no round confusion.
+//!
+//! # Scratch
+//!
+//! Data a peer must not put straight into the user's destination (partial
+//! reductions and scans, the sizes of a collect) goes to one of the slot's
+//! two scratch areas, chosen by the parity of a per-team step counter that
+//! every PE advances identically. Reductions and collects need every PE's
+//! input for every output, so a PE in step `k + 2` knows every PE has left
+//! step `k`, and the area of `k` is free again. Scans lack that dependency
+//! and end each step with a team sync. Vectors larger than a scratch area
+//! are reduced and scanned in chunks (pipelined steps).
+
+use super::agree::{Args, RECORD_LEN, Record, SUMMARY_LEN, Summary, mismatch};
+use super::ops::{ReduceOp, Reducible, combine_into};
+use crate::config::{
+    Algo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollConfig, FcollectAlgo, ReduceAlgo,
+};
+use crate::error::{Result, ShmemError};
+use crate::pod::{Pod, bytes_of};
+use crate::pool::{CELL, CollState, TeamState, aux_offset, record_offset, scratch_offset};
+use crate::runtime::Runtime;
+use conduits::prelude::*;
+use conduits::{AmoOp, AmoWidth, ConduitError, SignalOp};
+use std::sync::MutexGuard;
+
+/// The barrier algorithm for a team of `n` PEs.
+pub(crate) fn choose_barrier(c: &CollConfig, n: usize) -> BarrierAlgo {
+    match c.barrier {
+        Algo::Forced(a) => a,
+        Algo::Auto if n >= c.barrier_tree_pes => BarrierAlgo::Tree,
+        Algo::Auto => BarrierAlgo::Dissemination,
+    }
+}
+
+/// The broadcast algorithm for `nbytes` on `n` PEs.
+pub(crate) fn choose_bcast(c: &CollConfig, n: usize, nbytes: usize) -> BcastAlgo {
+    match c.bcast {
+        Algo::Forced(a) => a,
+        Algo::Auto if nbytes >= c.bcast_large && n >= 3 => BcastAlgo::ScatterAllgather,
+        Algo::Auto => BcastAlgo::Binomial,
+    }
+}
+
+/// The (f)collect algorithm for a result of `total` bytes on `n` PEs.
+pub(crate) fn choose_fcollect(c: &CollConfig, n: usize, total: usize) -> FcollectAlgo {
+    let pow2 = n.is_power_of_two();
+    let a = match c.fcollect {
+        Algo::Forced(a) => a,
+        Algo::Auto if total >= c.fcollect_large => FcollectAlgo::Ring,
+        Algo::Auto if pow2 => FcollectAlgo::RecursiveDoubling,
+        Algo::Auto => FcollectAlgo::Bruck,
+    };
+    if a == FcollectAlgo::RecursiveDoubling && !pow2 {
+        FcollectAlgo::Bruck
+    } else {
+        a
+    }
+}
+
+/// The alltoall algorithm for blocks of `block` bytes.
+pub(crate) fn choose_alltoall(c: &CollConfig, block: usize) -> AlltoallAlgo {
+    match c.alltoall {
+        Algo::Forced(a) => a,
+        Algo::Auto if block >= c.alltoall_pairwise => AlltoallAlgo::Pairwise,
+        Algo::Auto => AlltoallAlgo::Linear,
+    }
+}
+
+/// The reduction algorithm for `nbytes` on `n` PEs.
+pub(crate) fn choose_reduce(c: &CollConfig, n: usize, nbytes: usize) -> ReduceAlgo {
+    match c.reduce {
+        Algo::Forced(a) => a,
+        Algo::Auto if nbytes < c.reduce_large => ReduceAlgo::RecursiveDoubling,
+        Algo::Auto if n.is_power_of_two() => ReduceAlgo::Rabenseifner,
+        Algo::Auto => ReduceAlgo::Ring,
+    }
+}
+
+/// Radix of the tree barrier.
+pub const TREE_RADIX: usize = 4;
+
+/// One collective call in progress on a team: holds the team's
+/// bookkeeping lock, so calls on one team are serialized on a PE.
+pub(crate) struct Coll<'a> {
+    rt: &'a Runtime,
+    t: &'a TeamState,
+    st: MutexGuard<'a, CollState>,
+    call: &'static str,
+    base: usize,
+}
+
+impl<'a> Coll<'a> {
+    /// Starts a collective on `t`; errors if the team was destroyed.
+    pub(crate) fn new(rt: &'a Runtime, t: &'a TeamState, call: &'static str) -> Result<Coll<'a>> {
+        if t.destroyed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(ShmemError::Invalid {
+                pe: rt.my_pe(),
+                call,
+                reason: "the team was destroyed".to_string(),
+            });
+        }
+        Ok(Self::new_unchecked(rt, t, call))
+    }
+
+    /// Starts a data collective (one that puts into peers' destinations):
+    /// [`Coll::new`] followed by a team sync that also checks that every
+    /// PE called it with the same `args` ([`Coll::sync_agree`]). The
+    /// algorithms put straight into destinations and a PE leaves a
+    /// collective as soon as its own part is done, so without the sync a
+    /// fast PE's next collective could write a destination a slow PE is
+    /// still filling (a reduction into X followed by a broadcast into X);
+    /// without the check, a PE that asked for fewer elements than another
+    /// would receive more than it asked for. The Rust team API and the C
+    /// ABI both start their data collectives here.
+    pub(crate) fn new_data(
+        rt: &'a Runtime,
+        t: &'a TeamState,
+        call: &'static str,
+        args: Args,
+    ) -> Result<Coll<'a>> {
+        let mut c = Self::new(rt, t, call)?;
+        c.sync_agree(args)?;
+        Ok(c)
+    }
+
+    /// As [`Coll::new`] without the destroyed check (for destroy itself).
+    pub(crate) fn new_unchecked(rt: &'a Runtime, t: &'a TeamState, call: &'static str) -> Coll<'a> {
+        Coll {
+            rt,
+            t,
+            st: t.coll.lock().unwrap_or_else(|p| p.into_inner()),
+            call,
+            base: rt.pool.slot_base(t.slot),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn n(&self) -> usize {
+        self.t.size()
+    }
+
+    #[inline]
+    pub(crate) fn me(&self) -> usize {
+        self.t.me
+    }
+
+    #[cold]
+    fn err(&self, e: ConduitError) -> ShmemError {
+        self.rt.err(self.call, e)
+    }
+
+    #[inline]
+    fn counter(&self, from: usize) -> usize {
+        self.base + CELL * from
+    }
+
+    /// Offset of auxiliary word `i` (0 or 1) of the slot.
+    fn aux(&self, i: usize) -> usize {
+        self.base + aux_offset(&self.rt.pool) + 8 * i
+    }
+
+    /// Puts `data` at `off` on team PE `to` and counts one message there.
+    #[inline]
+    fn send(&self, to: usize, off: usize, data: &[u8]) -> Result<()> {
+        self.rt
+            .conduit
+            .put_signal(
+                CtxId::DEFAULT,
+                self.t.members[to],
+                off,
+                data,
+                self.counter(self.me()),
+                SignalOp::Add,
+                1,
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// Sends `len` bytes of this PE's segment at `src` to `off` on `to`.
+    #[inline]
+    fn send_seg(&self, to: usize, off: usize, src: usize, len: usize) -> Result<()> {
+        self.send(to, off, self.seg(src, len))
+    }
+
+    /// A message without data.
+    #[inline]
+    fn signal(&self, to: usize) -> Result<()> {
+        self.rt
+            .conduit
+            .atomic(
+                CtxId::DEFAULT,
+                self.t.members[to],
+                self.counter(self.me()),
+                AmoOp::Add,
+                AmoWidth::W64,
+                1,
+                0,
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Waits for the next `k` messages from team PE `from`.
+    #[inline]
+    fn wait_n(&mut self, from: usize, k: u64) -> Result<()> {
+        let want = {
+            let e = &mut self.st.expected[from];
+            *e += k;
+            *e
+        };
+        let pe = self.t.members[from];
+        self.rt
+            .wait_word_for(
+                self.counter(from),
+                AmoWidth::W64,
+                self.call,
+                |v| v >= want,
+                |v| format!("PE {pe} ({v} of {want} messages from it have arrived)"),
+            )
+            .map(drop)
+    }
+
+    #[inline]
+    fn wait(&mut self, from: usize) -> Result<()> {
+        self.wait_n(from, 1)
+    }
+
+    /// The scratch area of the next step.
+    fn next_scratch(&mut self) -> usize {
+        let s = self.st.step;
+        self.st.step += 1;
+        let pool = &self.rt.pool;
+        self.base + scratch_offset(pool) + (s as usize % 2) * pool.scratch
+    }
+
+    fn scratch_len(&self) -> usize {
+        self.rt.pool.scratch
+    }
+
+    /// `len` bytes of this PE's segment at `off`.
+    #[inline]
+    fn seg(&self, off: usize, len: usize) -> &[u8] {
+        debug_assert!(off + len <= self.rt.conduit.segment_len());
+        // SAFETY: callers pass ranges inside this PE's segment (validated
+        // user ranges or pool areas), which stays mapped while the runtime
+        // lives; the bytes are plain data. Peers may write other parts of
+        // the segment meanwhile, never this range during this call.
+        unsafe { std::slice::from_raw_parts(self.rt.local_addr(off), len) }
+    }
+
+    /// memmove within this PE's segment.
+    #[inline]
+    fn copy_local(&self, dst: usize, src: usize, len: usize) {
+        if dst != src && len > 0 {
+            // SAFETY: both ranges lie in this PE's segment (see `seg`);
+            // `ptr::copy` allows overlap.
+            unsafe { std::ptr::copy(self.rt.local_addr(src), self.rt.local_addr(dst), len) };
+        }
+    }
+
+    /// Reads `count` values of `T` at `off` of this PE's segment.
+    fn read<T: Pod>(&self, off: usize, count: usize) -> Vec<T> {
+        let mut v = Vec::<T>::with_capacity(count);
+        // SAFETY: the source range lies in this PE's segment (see `seg`);
+        // the destination is the vector's fresh, non-overlapping buffer of
+        // `count` elements, and every bit pattern is a valid `T`, so the
+        // elements are initialized once the bytes are copied.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.rt.local_addr(off),
+                v.as_mut_ptr().cast::<u8>(),
+                count * size_of::<T>(),
+            );
+            v.set_len(count);
+        }
+        v
+    }
+
+    /// Writes `data` at `off` of this PE's segment.
+    fn write<T: Pod>(&self, off: usize, data: &[T]) {
+        let b = bytes_of(data);
+        // SAFETY: the destination lies in this PE's segment (see `seg`) and
+        // cannot overlap `data`, a private vector.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.rt.local_addr(off), b.len()) };
+    }
+
+    fn cfg(&self) -> &CollConfig {
+        &self.rt.config().coll
+    }
+
+    // ----------------------------------------------------------------
+    // sync
+
+    fn barrier_algo(&self) -> BarrierAlgo {
+        choose_barrier(self.cfg(), self.n())
+    }
+
+    /// `shmem_team_sync`: no PE leaves before every PE has arrived.
+    pub(crate) fn sync(&mut self) -> Result<()> {
+        let (n, me) = (self.n(), self.me());
+        if n == 1 {
+            return Ok(());
+        }
+        match self.barrier_algo() {
+            BarrierAlgo::Dissemination => {
+                let mut d = 1;
+                while d < n {
+                    self.signal((me + d) % n)?;
+                    self.wait((me + n - d) % n)?;
+                    d <<= 1;
+                }
+            }
+            BarrierAlgo::Tree => {
+                let kids = (me * TREE_RADIX + 1)..((me * TREE_RADIX + TREE_RADIX + 1).min(n));
+                for c in kids.clone() {
+                    self.wait(c)?;
+                }
+                if me != 0 {
+                    let parent = (me - 1) / TREE_RADIX;
+                    self.signal(parent)?;
+                    self.wait(parent)?;
+                }
+                for c in kids {
+                    self.signal(c)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The team sync that starts a data collective, carrying each PE's
+    /// [`Summary`] of the calls it has heard of on every message: the
+    /// rounds and partners of [`Coll::sync`], so the check adds no
+    /// message. Every PE ends with the summary of the whole team; if two
+    /// PEs' arguments differ, every PE returns the same
+    /// [`ShmemError::CollectiveMismatch`], before any data moves, after two
+    /// more syncs (around fetching the two calls' records, so that no PE
+    /// leaves the team, or the job, before every PE has the error in
+    /// hand).
+    ///
+    /// A message is a put-with-signal of the summary into the sender's
+    /// [`CELL`] on the receiver, next to the counter it increments: one
+    /// cache line, as for a bare signal. A sender sends to a receiver at
+    /// most once per sync; alternate syncs use alternate summary places of
+    /// the cell, and a sender reaches the same place again two syncs
+    /// later, which it cannot before the receiver has entered the next
+    /// sync, after reading this one.
+    fn sync_agree(&mut self, args: Args) -> Result<()> {
+        let (n, me) = (self.n(), self.me());
+        if n == 1 {
+            return Ok(());
+        }
+        let parity = (self.st.agree_step % 2) as usize;
+        self.st.agree_step += 1;
+        let at = 8 + parity * SUMMARY_LEN;
+        let mut sum = Summary::own(me, &args);
+        match self.barrier_algo() {
+            BarrierAlgo::Dissemination => {
+                let mut d = 1;
+                while d < n {
+                    self.send_summary((me + d) % n, at, &sum)?;
+                    sum.merge(&self.wait_summary((me + n - d) % n, at)?);
+                    d <<= 1;
+                }
+            }
+            BarrierAlgo::Tree => {
+                let kids = (me * TREE_RADIX + 1)..((me * TREE_RADIX + TREE_RADIX + 1).min(n));
+                for c in kids.clone() {
+                    sum.merge(&self.wait_summary(c, at)?);
+                }
+                if me != 0 {
+                    let parent = (me - 1) / TREE_RADIX;
+                    self.send_summary(parent, at, &sum)?;
+                    // The parent's summary is the whole team's.
+                    sum = self.wait_summary(parent, at)?;
+                }
+                for c in kids {
+                    self.send_summary(c, at, &sum)?;
+                }
+            }
+        }
+        match sum.disagreement() {
+            None => Ok(()),
+            Some((first, other)) => {
+                // Every PE found the same disagreement: each leaves its
+                // record, then all fetch the two that disagree.
+                let off = self.base + record_offset(&self.rt.pool);
+                self.write(off, &Record::new(me, self.call, args).encode());
+                self.sync()?;
+                let first = self.record_of(first, off)?;
+                let other = self.record_of(other, off)?;
+                self.sync()?;
+                let members = &self.t.members;
+                let world = |r: usize| members.get(r).copied().unwrap_or(r);
+                Err(mismatch(self.rt.my_pe(), self.call, &first, &other, world))
+            }
+        }
+    }
+
+    /// Sends `sum` to team PE `to` as one message, at byte `at` of this
+    /// PE's cell there.
+    #[inline]
+    fn send_summary(&self, to: usize, at: usize, sum: &Summary) -> Result<()> {
+        let cell = self.counter(self.me());
+        self.send(to, cell + at, &sum.encode())
+    }
+
+    /// Waits for the next message from team PE `from` and reads the
+    /// summary it carried at byte `at` of its cell.
+    #[inline]
+    fn wait_summary(&mut self, from: usize, at: usize) -> Result<Summary> {
+        self.wait(from)?;
+        let mut b = [0u8; SUMMARY_LEN];
+        b.copy_from_slice(self.seg(self.counter(from) + at, SUMMARY_LEN));
+        Ok(Summary::decode(&b))
+    }
+
+    /// The call record team PE `rank` left at `off` of its segment.
+    fn record_of(&self, rank: usize, off: usize) -> Result<Record> {
+        let mut b = [0u8; RECORD_LEN];
+        if rank == self.me() {
+            b.copy_from_slice(self.seg(off, RECORD_LEN));
+        } else {
+            self.rt
+                .conduit
+                .get(CtxId::DEFAULT, self.t.members[rank], off, &mut b)
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(Record::decode(&b))
+    }
+
+    // ----------------------------------------------------------------
+    // broadcast
+
+    fn bcast_algo(&self, nbytes: usize) -> BcastAlgo {
+        choose_bcast(self.cfg(), self.n(), nbytes)
+    }
+
+    /// Broadcast of `nbytes` from `src` on team PE `root` to `dest` on every
+    /// PE (the root included).
+    pub(crate) fn broadcast(
+        &mut self,
+        dest: usize,
+        src: usize,
+        nbytes: usize,
+        root: usize,
+    ) -> Result<()> {
+        let (n, me) = (self.n(), self.me());
+        if nbytes == 0 {
+            return Ok(());
+        }
+        if me == root {
+            self.copy_local(dest, src, nbytes);
+        }
+        if n == 1 {
+            return Ok(());
+        }
+        let v = (me + n - root) % n;
+        let abs = |r: usize| (r + root) % n;
+        match self.bcast_algo(nbytes) {
+            BcastAlgo::Binomial => {
+                let mut mask = 1;
+                while mask < n {
+                    if v & mask != 0 {
+                        self.wait(abs(v - mask))?;
+                        break;
+                    }
+                    mask <<= 1;
+                }
+                mask >>= 1;
+                while mask > 0 {
+                    if v + mask < n {
+                        self.send_seg(abs(v + mask), dest, dest, nbytes)?;
+                    }
+                    mask >>= 1;
+                }
+            }
+            BcastAlgo::ScatterAllgather => {
+                let b = nbytes.div_ceil(n);
+                let blk = |j: usize| {
+                    let lo = (j * b).min(nbytes);
+                    (lo, ((j + 1) * b).min(nbytes) - lo)
+                };
+                if v == 0 {
+                    for j in 1..n {
+                        let (o, l) = blk(j);
+                        self.send_seg(abs(j), dest + o, dest + o, l)?;
+                    }
+                } else {
+                    self.wait(root)?;
+                }
+                let (right, left) = (abs((v + 1) % n), abs((v + n - 1) % n));
+                for s in 0..n - 1 {
+                    if (v + 1) % n != 0 {
+                        let (o, l) = blk((v + n - s) % n);
+                        self.send_seg(right, dest + o, dest + o, l)?;
+                    }
+                    if v != 0 {
+                        self.wait(left)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------
+    // fcollect / collect
+
+    fn fcollect_algo(&self, total: usize) -> FcollectAlgo {
+        choose_fcollect(self.cfg(), self.n(), total)
+    }
+
+    /// Allgather of variable blocks: team PE `i`'s block is
+    /// `pre[i]..pre[i+1]` bytes of `dest`; this PE's is already in place.
+    fn allgather(&mut self, dest: usize, pre: &[usize]) -> Result<()> {
+        let (n, me) = (self.n(), self.me());
+        if n == 1 {
+            return Ok(());
+        }
+        // Bytes of blocks a..a+k (a + k <= n).
+        let span = |a: usize, k: usize| (dest + pre[a], pre[a + k] - pre[a]);
+        match self.fcollect_algo(pre[n]) {
+            FcollectAlgo::Ring => {
+                let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+                for s in 0..n - 1 {
+                    let (o, l) = span((me + n - s) % n, 1);
+                    self.send_seg(right, o, o, l)?;
+                    self.wait(left)?;
+                }
+            }
+            FcollectAlgo::RecursiveDoubling => {
+                let mut d = 1;
+                while d < n {
+                    let partner = me ^ d;
+                    let (o, l) = span(me & !(d - 1), d);
+                    self.send_seg(partner, o, o, l)?;
+                    self.wait(partner)?;
+                    d <<= 1;
+                }
+            }
+            FcollectAlgo::Bruck => {
+                let mut d = 1;
+                while d < n {
+                    let cnt = d.min(n - d);
+                    let to = (me + n - d) % n;
+                    // Blocks me..me+cnt (mod n): one or two runs.
+                    let first = cnt.min(n - me);
+                    let (o1, l1) = span(me, first);
+                    let (o2, l2) = span(0, cnt - first);
+                    self.send_seg(to, o1, o1, l1)?;
+                    self.send_seg(to, o2, o2, l2)?;
+                    self.wait_n((me + d) % n, 2)?;
+                    d <<= 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// fcollect: `nbytes` from every PE's `src`, in team order, into `dest`.
+    pub(crate) fn fcollect(&mut self, dest: usize, src: usize, nbytes: usize) -> Result<()> {
+        if nbytes == 0 {
+            return Ok(());
+        }
+        let n = self.n();
+        self.copy_local(dest + self.me() * nbytes, src, nbytes);
+        let pre: Vec<usize> = (0..=n).map(|i| i * nbytes).collect();
+        self.allgather(dest, &pre)
+    }
+
+    /// collect: `nbytes` (this PE's, possibly different on each) from every
+    /// PE, concatenated in team order into `dest`, which holds
+    /// `dest_cap` bytes. Returns the total.
+    pub(crate) fn collect(
+        &mut self,
+        dest: usize,
+        dest_cap: usize,
+        src: usize,
+        nbytes: usize,
+    ) -> Result<usize> {
+        let (n, me) = (self.n(), self.me());
+        // Every PE's size, gathered in scratch.
+        let sc = self.next_scratch();
+        self.write(sc + 8 * me, &[nbytes as u64]);
+        let pre8: Vec<usize> = (0..=n).map(|i| 8 * i).collect();
+        self.allgather(sc, &pre8)?;
+        let sizes: Vec<u64> = self.read(sc, n);
+        let mut pre = Vec::with_capacity(n + 1);
+        pre.push(0usize);
+        for s in &sizes {
+            pre.push(pre.last().copied().unwrap_or(0) + *s as usize);
+        }
+        let total = pre[n];
+        if total > dest_cap {
+            // Every PE sees the same total; all fail alike.
+            return Err(ShmemError::Invalid {
+                pe: self.rt.my_pe(),
+                call: self.call,
+                reason: format!(
+                    "the collected data is {total} bytes, the destination holds {dest_cap}"
+                ),
+            });
+        }
+        if total == 0 {
+            return Ok(0);
+        }
+        self.copy_local(dest + pre[me], src, nbytes);
+        self.allgather(dest, &pre)?;
+        Ok(total)
+    }
+
+    // ----------------------------------------------------------------
+    // alltoall
+
+    fn alltoall_algo(&self, block: usize) -> AlltoallAlgo {
+        choose_alltoall(self.cfg(), block)
+    }
+
+    /// alltoall: block `j` (`nbytes` at `src + j * nbytes`) goes to team PE
+    /// `j`'s `dest + me * nbytes`.
+    pub(crate) fn alltoall(&mut self, dest: usize, src: usize, nbytes: usize) -> Result<()> {
+        if nbytes == 0 {
+            return Ok(());
+        }
+        let (n, me) = (self.n(), self.me());
+        self.copy_local(dest + me * nbytes, src + me * nbytes, nbytes);
+        let pairwise = self.alltoall_algo(nbytes) == AlltoallAlgo::Pairwise;
+        for s in 1..n {
+            let to = (me + s) % n;
+            self.send_seg(to, dest + me * nbytes, src + to * nbytes, nbytes)?;
+            if pairwise {
+                self.wait((me + n - s) % n)?;
+            }
+        }
+        if !pairwise {
+            for s in 1..n {
+                self.wait((me + n - s) % n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// alltoalls: element `k` of block `j` is at `src + ((j * nelems + k) *
+    /// sst) * es` and lands at `dest + ((me * nelems + k) * dst) * es` on
+    /// team PE `j`.
+    pub(crate) fn alltoalls(
+        &mut self,
+        dest: usize,
+        src: usize,
+        dst: usize,
+        sst: usize,
+        es: usize,
+        nelems: usize,
+    ) -> Result<()> {
+        if nelems == 0 {
+            return Ok(());
+        }
+        let (n, me) = (self.n(), self.me());
+        let d_at = |k: usize| dest + (me * nelems + k) * dst * es;
+        let s_at = |j: usize, k: usize| src + (j * nelems + k) * sst * es;
+        for k in 0..nelems {
+            self.copy_local(d_at(k), s_at(me, k), es);
+        }
+        let pairwise = self.alltoall_algo(nelems * es) == AlltoallAlgo::Pairwise;
+        for s in 1..n {
+            let to = (me + s) % n;
+            let pe = self.t.members[to];
+            for k in 0..nelems {
+                self.rt
+                    .conduit
+                    .put(CtxId::DEFAULT, pe, d_at(k), self.seg(s_at(to, k), es))
+                    .map_err(|e| self.err(e))?;
+            }
+            self.rt
+                .conduit
+                .fence(CtxId::DEFAULT)
+                .map_err(|e| self.err(e))?;
+            self.signal(to)?;
+            if pairwise {
+                self.wait((me + n - s) % n)?;
+            }
+        }
+        if !pairwise {
+            for s in 1..n {
+                self.wait((me + n - s) % n)?;
+            }
+        }
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------
+    // reductions
+
+    fn reduce_algo(&self, nbytes: usize) -> ReduceAlgo {
+        choose_reduce(self.cfg(), self.n(), nbytes)
+    }
+
+    /// All-reduce of `count` values of `T` from every PE's `src` into every
+    /// PE's `dest` (which may be `src`).
+    pub(crate) fn reduce<O: ReduceOp, T: Reducible<O>>(
+        &mut self,
+        dest: usize,
+        src: usize,
+        count: usize,
+    ) -> Result<()> {
+        let es = size_of::<T>();
+        let n = self.n();
+        if count == 0 {
+            return Ok(());
+        }
+        if n == 1 {
+            self.copy_local(dest, src, count * es);
+            return Ok(());
+        }
+        let algo = self.reduce_algo(count * es);
+        let p2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
+        let sl = self.scratch_len();
+        let chunk = match algo {
+            ReduceAlgo::RecursiveDoubling => sl / (p2.trailing_zeros() as usize + 1) / es,
+            ReduceAlgo::Rabenseifner => sl / 2 / es,
+            ReduceAlgo::Ring => sl / es / n * n,
+        };
+        let chunk = chunk.max(1);
+        let mut c0 = 0;
+        while c0 < count {
+            let m = chunk.min(count - c0);
+            let sc = self.next_scratch();
+            let acc: Vec<T> = self.read(src + c0 * es, m);
+            let d = dest + c0 * es;
+            match algo {
+                ReduceAlgo::RecursiveDoubling => self.rd_chunk::<O, T>(d, sc, acc, p2)?,
+                ReduceAlgo::Rabenseifner => self.rab_chunk::<O, T>(d, sc, acc, p2)?,
+                ReduceAlgo::Ring => self.ring_chunk::<O, T>(d, sc, acc)?,
+            }
+            c0 += m;
+        }
+        Ok(())
+    }
+
+    /// The fold of a non-power-of-two team onto `p2` PEs: the first
+    /// `2 (n - p2)` PEs pair up, the even one of each pair hands its vector
+    /// to the odd one (scratch offset `sc`) and sits out. Returns this PE's
+    /// rank among the `p2` (None for those sitting out).
+    fn fold_in<O: ReduceOp, T: Reducible<O>>(
+        &mut self,
+        sc: usize,
+        acc: &mut [T],
+        p2: usize,
+    ) -> Result<Option<usize>> {
+        let (n, me) = (self.n(), self.me());
+        let rem = n - p2;
+        if me < 2 * rem {
+            if me % 2 == 0 {
+                self.send(me + 1, sc, bytes_of(acc))?;
+                Ok(None)
+            } else {
+                self.wait(me - 1)?;
+                let inc: Vec<T> = self.read(sc, acc.len());
+                combine_into::<O, T>(acc, &inc);
+                Ok(Some(me / 2))
+            }
+        } else {
+            Ok(Some(me - rem))
+        }
+    }
+
+    /// The team rank of folded rank `nr`.
+    fn unfold(&self, nr: usize, p2: usize) -> usize {
+        let rem = self.n() - p2;
+        if nr < rem { 2 * nr + 1 } else { nr + rem }
+    }
+
+    /// After the folded algorithm left the result in `dest` on the odd PE
+    /// of a pair, it hands it to the even one.
+    fn fold_out(&mut self, dest: usize, len: usize, p2: usize, sat_out: bool) -> Result<()> {
+        let (n, me) = (self.n(), self.me());
+        if sat_out {
+            self.wait(me + 1)
+        } else if me < 2 * (n - p2) {
+            self.send_seg(me - 1, dest, dest, len)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn rd_chunk<O: ReduceOp, T: Reducible<O>>(
+        &mut self,
+        dest: usize,
+        sc: usize,
+        mut acc: Vec<T>,
+        p2: usize,
+    ) -> Result<()> {
+        let cb = acc.len() * size_of::<T>();
+        let nr = self.fold_in::<O, T>(sc, &mut acc, p2)?;
+        if let Some(nr) = nr {
+            let mut mask = 1;
+            let mut r = 1;
+            while mask < p2 {
+                let partner = self.unfold(nr ^ mask, p2);
+                let slot = sc + r * cb;
+                self.send(partner, slot, bytes_of(&acc))?;
+                self.wait(partner)?;
+                let inc: Vec<T> = self.read(slot, acc.len());
+                combine_into::<O, T>(&mut acc, &inc);
+                mask <<= 1;
+                r += 1;
+            }
+            self.write(dest, &acc);
+        }
+        self.fold_out(dest, cb, p2, nr.is_none())
+    }
+
+    fn rab_chunk<O: ReduceOp, T: Reducible<O>>(
+        &mut self,
+        dest: usize,
+        sc: usize,
+        mut acc: Vec<T>,
+        p2: usize,
+    ) -> Result<()> {
+        let es = size_of::<T>();
+        let m = acc.len();
+        let nr = self.fold_in::<O, T>(sc, &mut acc, p2)?;
+        if let Some(nr) = nr {
+            let bs = |i: usize| i * m / p2;
+            let (mut lo, mut hi) = (0usize, p2);
+            let mut roff = sc + m * es;
+            let mut stack = Vec::new();
+            let mut mask = p2 >> 1;
+            // Reduce-scatter by recursive halving.
+            while mask > 0 {
+                let partner = self.unfold(nr ^ mask, p2);
+                let mid = (lo + hi) / 2;
+                let (keep, give) = if nr & mask == 0 {
+                    ((lo, mid), (mid, hi))
+                } else {
+                    ((mid, hi), (lo, mid))
+                };
+                self.send(partner, roff, bytes_of(&acc[bs(give.0)..bs(give.1)]))?;
+                self.wait(partner)?;
+                let k = bs(keep.1) - bs(keep.0);
+                let inc: Vec<T> = self.read(roff, k);
+                combine_into::<O, T>(&mut acc[bs(keep.0)..bs(keep.1)], &inc);
+                roff += k * es;
+                stack.push((mask, lo, hi));
+                (lo, hi) = keep;
+                mask >>= 1;
+            }
+            self.write(dest + bs(lo) * es, &acc[bs(lo)..bs(hi)]);
+            // Allgather by recursive doubling, straight into `dest`.
+            while let Some((mask, plo, phi)) = stack.pop() {
+                let partner = self.unfold(nr ^ mask, p2);
+                let o = dest + bs(lo) * es;
+                self.send_seg(partner, o, o, (bs(hi) - bs(lo)) * es)?;
+                self.wait(partner)?;
+                (lo, hi) = (plo, phi);
+            }
+        }
+        self.fold_out(dest, m * es, p2, nr.is_none())
+    }
+
+    fn ring_chunk<O: ReduceOp, T: Reducible<O>>(
+        &mut self,
+        dest: usize,
+        sc: usize,
+        mut acc: Vec<T>,
+    ) -> Result<()> {
+        let (n, me) = (self.n(), self.me());
+        let es = size_of::<T>();
+        let m = acc.len();
+        let bs = |i: usize| i * m / n;
+        let bmax = m.div_ceil(n) * es;
+        let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+        for s in 0..n - 1 {
+            let sb = (me + n - s) % n;
+            let rb = (me + 2 * n - s - 1) % n;
+            let slot = sc + s * bmax;
+            self.send(right, slot, bytes_of(&acc[bs(sb)..bs(sb + 1)]))?;
+            self.wait(left)?;
+            let inc: Vec<T> = self.read(slot, bs(rb + 1) - bs(rb));
+            combine_into::<O, T>(&mut acc[bs(rb)..bs(rb + 1)], &inc);
+        }
+        let own = (me + 1) % n;
+        self.write(dest + bs(own) * es, &acc[bs(own)..bs(own + 1)]);
+        for s in 0..n - 1 {
+            let b = (me + 1 + n - s) % n;
+            let o = dest + bs(b) * es;
+            self.send_seg(right, o, o, (bs(b + 1) - bs(b)) * es)?;
+            self.wait(left)?;
+        }
+        Ok(())
+    }
+
+    /// AND of one word over the team (team creation's slot agreement),
+    /// through the slot's auxiliary words.
+    pub(crate) fn and_u64(&mut self, mine: u64) -> Result<u64> {
+        let (a0, a1) = (self.aux(0), self.aux(1));
+        self.write(a0, &[mine]);
+        self.reduce::<super::ops::And, u64>(a1, a0, 1)?;
+        Ok(self.read::<u64>(a1, 1)[0])
+    }
+
+    // ----------------------------------------------------------------
+    // scans
+
+    /// Inclusive (or exclusive) prefix reduction in team order, by
+    /// recursive doubling (Hillis-Steele) through scratch, a team sync
+    /// after each chunk.
+    pub(crate) fn scan<O: ReduceOp, T: Reducible<O>>(
+        &mut self,
+        dest: usize,
+        src: usize,
+        count: usize,
+        exclusive: bool,
+    ) -> Result<()> {
+        let es = size_of::<T>();
+        let (n, me) = (self.n(), self.me());
+        if count == 0 {
+            return Ok(());
+        }
+        let rounds = (usize::BITS - (n - 1).leading_zeros()).max(1) as usize;
+        let chunk = (self.scratch_len() / rounds / es).max(1);
+        let mut c0 = 0;
+        while c0 < count {
+            let m = chunk.min(count - c0);
+            let cb = m * es;
+            let sc = self.next_scratch();
+            let mut acc: Vec<T> = self.read(src + c0 * es, m);
+            let mut excl: Option<Vec<T>> = None;
+            let (mut d, mut r) = (1, 0);
+            while d < n {
+                if me + d < n {
+                    self.send(me + d, sc + r * cb, bytes_of(&acc))?;
+                }
+                if me >= d {
+                    self.wait(me - d)?;
+                    let inc: Vec<T> = self.read(sc + r * cb, m);
+                    excl = Some(match excl {
+                        None => inc.clone(),
+                        Some(mut e) => {
+                            combine_into::<O, T>(&mut e, &inc);
+                            e
+                        }
+                    });
+                    combine_into::<O, T>(&mut acc, &inc);
+                }
+                d <<= 1;
+                r += 1;
+            }
+            let out = if exclusive {
+                excl.unwrap_or_else(|| vec![T::identity(); m])
+            } else {
+                acc
+            };
+            self.write(dest + c0 * es, &out);
+            self.sync()?;
+            c0 += m;
+        }
+        Ok(())
+    }
+}
