@@ -16,6 +16,7 @@ module fs_regs #(
 ) (
     input  wire          clk,
     input  wire          rst,
+    input  wire          tick_us,       // one pulse per microsecond (UPTIME)
     // Host bus.
     input  wire          bar0_valid,
     input  wire          bar0_write,
@@ -94,7 +95,7 @@ module fs_regs #(
         R_ERR_INFO = 16'h10C, R_IRQ_MASK = 16'h110, R_IRQ_STATUS = 16'h114;
 
     localparam [31:0] MAGIC   = 32'h4d48_5346;
-    localparam [31:0] VERSION = 32'h0001_0000;
+    localparam [31:0] VERSION = 32'h0001_0001;   // interface 1.1
     localparam [63:0] BOUNCE_BYTES = 64'd64 * 64'd4096;
 
     // Error bits (section 4.4).
@@ -135,6 +136,7 @@ module fs_regs #(
     // ---- registers ---------------------------------------------------------
     reg [31:0] err_status, err_info, irq_mask, irq_status;
     reg [63:0] c_cmd, c_ptx, c_prx, c_btx, c_brx, c_rtx, c_stall, c_err;
+    reg [63:0] uptime;     // microseconds since the board left reset (section 4.7)
     reg [31:0] l_crc [0:1];
     reg [31:0] l_retrain [0:1];
     reg [1:0]  l_up_q, l_seen;
@@ -205,6 +207,7 @@ module fs_regs #(
             irq_status <= 32'd0;
             c_cmd <= 64'd0; c_ptx <= 64'd0; c_prx <= 64'd0; c_btx <= 64'd0;
             c_brx <= 64'd0; c_rtx <= 64'd0; c_stall <= 64'd0; c_err <= 64'd0;
+            uptime <= 64'd0;
             for (p = 0; p < 2; p = p + 1) begin
                 l_crc[p] <= 32'd0;
                 l_retrain[p] <= 32'd0;
@@ -244,6 +247,7 @@ module fs_regs #(
             irq_status <= (irq_status & ~irq_w1c) | irq_set;
             msi <= (irq_set & ~irq_status & ~irq_mask) != 32'd0;
             // Counters (64-bit ones wrap, link ones saturate).
+            if (tick_us) uptime <= uptime + 64'd1;
             c_cmd   <= sat_add(c_cmd, {16'd0, cnt_cmd});
             c_err   <= sat_add(c_err, {16'd0, cnt_err});
             c_ptx   <= sat_add(c_ptx, {16'd0, cnt_ptx});
@@ -309,6 +313,7 @@ module fs_regs #(
             16'h228: rv = c_rtx[31:0];   16'h22C: rv = c_rtx[63:32];
             16'h230: rv = c_stall[31:0]; 16'h234: rv = c_stall[63:32];
             16'h238: rv = c_err[31:0];   16'h23C: rv = c_err[63:32];
+            16'h240: rv = uptime[31:0];  16'h244: rv = uptime[63:32];
             16'h300: rv = {16'd0, link_rate[7:0], 6'd0, link_present[0], link_up[0]};
             16'h304: rv = {16'd0, link_peer[15:0]};
             16'h308: rv = l_crc[0];

@@ -158,7 +158,7 @@ module fshmem_core #(
     wire        crst = rst || srst;          // the core proper, held in soft reset
 
     fs_regs #(.BUILD_ID(BUILD_ID), .CAPS(CAPS), .MAX_NODES(MAX_NODES)) regs (
-        .clk(clk), .rst(rst),
+        .clk(clk), .rst(rst), .tick_us(tick_us),
         .bar0_valid(bar0_valid), .bar0_write(bar0_write), .bar0_addr(bar0_addr),
         .bar0_wdata(bar0_wdata), .bar0_rvalid(bar0_rvalid), .bar0_rdata(bar0_rdata),
         .strap_node_id(strap_node_id), .strap_node_count(strap_node_count),

@@ -136,7 +136,7 @@ impl<D: Dram> Board<D> {
         b.inp.link_rate = 40 | 40 << 8;
         let n = cfg.nodes.max(1) as u32;
         let me = cfg.node as u32;
-        b.inp.link_peer = (me + 1) % n | ((me + n - 1) % n) << 16;
+        b.inp.link_peer = ((me + 1) % n) | (((me + n - 1) % n) << 16);
         b.inp.tx_ready = [1, 1];
         b.inp.rst_n = 0;
         b.cycle();

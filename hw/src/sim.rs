@@ -350,6 +350,10 @@ pub struct Net {
     cycle: u64,
 }
 
+/// What a host drained from its board: raw completion entries, and receive
+/// entries (ring index, raw entry, payload).
+pub type Drained = (Vec<[u8; 32]>, Vec<(u32, [u8; 128], Vec<u8>)>);
+
 impl Net {
     /// `n` boards (node ids 0..n) brought up, `latency` cycles apart.
     pub fn new(n: usize, cfg: BoardConfig, latency: u64) -> Net {
@@ -462,13 +466,9 @@ impl Net {
     /// Clocks as [`Net::settle`] does while every host keeps draining its
     /// completion and receive queues (every 128 cycles); returns what they
     /// drained, per host.
-    pub fn settle_draining(
-        &mut self,
-        limit: u64,
-    ) -> Vec<(Vec<[u8; 32]>, Vec<(u32, [u8; 128], Vec<u8>)>)> {
+    pub fn settle_draining(&mut self, limit: u64) -> Vec<Drained> {
         let n = self.hosts.len();
-        let mut got: Vec<(Vec<[u8; 32]>, Vec<(u32, [u8; 128], Vec<u8>)>)> =
-            vec![Default::default(); n];
+        let mut got: Vec<Drained> = vec![Default::default(); n];
         let start = self.cycle;
         let mut quiet = 0;
         loop {

@@ -112,7 +112,8 @@ fn slots(op: &Op, me: usize, n: usize, tag: u32, fence: bool) -> Vec<[u8; 64]> {
         completion: tag % 7 != 3,
         fence_before: fence,
     };
-    let region = |tgt: u16| REGION + me as u64 * REGION_LEN + 0 * tgt as u64;
+    // A board writes only its own region of each target.
+    let region = REGION + me as u64 * REGION_LEN;
     let d = match *op {
         Op::Put {
             tgt,
@@ -122,8 +123,8 @@ fn slots(op: &Op, me: usize, n: usize, tag: u32, fence: bool) -> Vec<[u8; 64]> {
             inline,
         } => {
             let tgt = tgt as u16 % n as u16;
-            let remote = region(tgt) + (at as u64 % REGION_LEN);
-            let len = len.min((REGION_LEN - (remote - region(tgt))) as u32);
+            let remote = region + (at as u64 % REGION_LEN);
+            let len = len.min((REGION_LEN - (remote - region)) as u32);
             let source = if inline && len <= 32 {
                 let mut b = vec![0u8; len as usize];
                 for (i, x) in b.iter_mut().enumerate() {
@@ -146,7 +147,7 @@ fn slots(op: &Op, me: usize, n: usize, tag: u32, fence: bool) -> Vec<[u8; 64]> {
         Op::Get { tgt, mine, at, len } => {
             let tgt = tgt as u16 % n as u16;
             let remote = if mine {
-                region(tgt) + at as u64 % (REGION_LEN - 8192)
+                region + at as u64 % (REGION_LEN - 8192)
             } else {
                 STATIC + at as u64
             };
@@ -214,7 +215,7 @@ fn slots(op: &Op, me: usize, n: usize, tag: u32, fence: bool) -> Vec<[u8; 64]> {
                 _ => AmBody::Long {
                     local,
                     len: len.min(20_000),
-                    remote: region(tgt) + at as u64,
+                    remote: region + at as u64,
                 },
             };
             Descriptor::Am {
