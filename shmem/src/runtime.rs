@@ -53,7 +53,7 @@ use conduits::wait::Backoff;
 use conduits::{AmoOp, AmoWidth, AnyConduit, Conduit, ConduitError, JobEnv};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 /// Offsets of the runtime-internal region of the segment.
 pub mod layout {
@@ -99,6 +99,9 @@ pub(crate) struct StartOptions {
     /// Started by the C ABI: reserve the active-set slots and make the
     /// executable's static data symmetric.
     pub(crate) c_api: bool,
+    /// Started by the deprecated `start_pes`, whose programs never
+    /// finalize: no warning when the process exits.
+    pub(crate) start_pes: bool,
 }
 
 /// The executable's static data mapped onto the segment.
@@ -140,10 +143,25 @@ static GLOBAL: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static USERS: AtomicUsize = AtomicUsize::new(0);
 /// Collective allocation steps this process took ([`Runtime::collective_begin`]).
 static ALLOC_STEP: AtomicU64 = AtomicU64::new(0);
+/// Whether PE 0 warns when the process exits without finalizing (not
+/// after `start_pes`).
+static WARN_AT_EXIT: AtomicBool = AtomicBool::new(true);
 
-/// Exit status of a process that exits (with status 0) while the runtime
-/// is initialized and not finalized.
-pub const NOT_FINALIZED_STATUS: i32 = 1;
+/// What the C ABI's last `shmem_finalize` keeps for a later `shmem_init`
+/// (OpenSHMEM 1.6 allows initializing again): the conduit, still attached
+/// to the job, and where the program's static data is mapped on its
+/// segment. The conduit leaves the job at process exit if no `shmem_init`
+/// takes it back.
+struct Parked {
+    conduit: Backend,
+    statics: Option<StaticRegion>,
+}
+
+static PARKED: Mutex<Option<Parked>> = Mutex::new(None);
+
+fn take_parked() -> Option<Parked> {
+    PARKED.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
 
 /// Exit status of a job ended because a wait made no progress for
 /// `FSHMEM_WAIT_TIMEOUT`.
@@ -156,32 +174,45 @@ pub(crate) struct CollectiveStep {
     step: u64,
 }
 
-/// Runs at process exit (glibc `on_exit`, which passes the status): a
-/// process leaving with status 0 while the runtime runs did not finalize.
-/// That is a failure of the job, not a success: say so and exit non-zero,
-/// so that the launcher stops the other PEs (which would otherwise wait for
-/// this one) and the job's status shows it.
+/// Runs at process exit (glibc `on_exit`, which passes the status), as
+/// Sandia OpenSHMEM's exit handler does: a process that leaves `main` or
+/// calls `exit(0)` while the runtime runs finalizes here (collectively,
+/// like `shmem_finalize`), and PE 0 says so unless the program started
+/// with `start_pes`, which has no finalize; the process then exits with
+/// its own status. A process that exits with another status does not
+/// wait for its peers (they may be waiting for it): it leaves at once and
+/// the launcher stops the job. A conduit that the C ABI's last
+/// `shmem_finalize` kept for a later `shmem_init` leaves the job here.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
-    if status != 0 || STATE.load(Ordering::Acquire) != RUNNING || conduits::wait::job_exiting() {
+    if conduits::wait::job_exiting() {
         return;
     }
-    let p = GLOBAL.load(Ordering::SeqCst);
-    let pe = if p.is_null() {
-        "?".to_string()
-    } else {
-        // SAFETY: GLOBAL is non-null only while the runtime is alive; the
-        // process is exiting, nothing frees it any more.
-        unsafe { (*p).me.to_string() }
-    };
-    conduits::report!(
-        "PE {pe}: exited without calling shmem_finalize; ending the job with status {NOT_FINALIZED_STATUS}"
-    );
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    // SAFETY: _exit ends the process at once; calling it from an exit
-    // handler is allowed (unlike exit).
-    unsafe { libc::_exit(NOT_FINALIZED_STATUS) }
+    if STATE.load(Ordering::Acquire) == RUNNING && status == 0 {
+        let p = GLOBAL.load(Ordering::SeqCst);
+        if !p.is_null() {
+            // SAFETY: GLOBAL is non-null only while the runtime is alive; the
+            // process is exiting on this thread and nothing frees it now.
+            let rt = unsafe { &*p };
+            if rt.me == 0 && WARN_AT_EXIT.load(Ordering::Relaxed) {
+                conduits::report!("PE 0: shutting down without a call to shmem_finalize");
+            }
+            if let Err(e) = rt.finalize() {
+                conduits::report!("{e}");
+                use std::io::Write as _;
+                let _ = std::io::stdout().flush();
+                // SAFETY: _exit ends the process at once; calling it from
+                // an exit handler is allowed (unlike exit).
+                unsafe { libc::_exit(1) }
+            }
+            STATE.store(FINALIZED, Ordering::Release);
+        }
+    }
+    // Every PE passed the last shmem_finalize's barrier: a peer that is
+    // gone by now is no failure.
+    if let Some(parked) = take_parked() {
+        let _ = parked.conduit.finalize();
+    }
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -217,6 +248,7 @@ impl Runtime {
             Err(_) => return Err(ShmemError::AlreadyInitialized),
         }
         conduits::wait::set_timeout(config.wait_timeout);
+        WARN_AT_EXIT.store(!opts.start_pes, Ordering::Relaxed);
         match Self::build(config, thread_level, opts) {
             Ok(rt) => {
                 let p = Box::into_raw(Box::new(rt));
@@ -265,8 +297,17 @@ impl Runtime {
                 expected: "a size that leaves room for the runtime's regions".to_string(),
             })?;
         let me = job.rank;
-        let conduit = AnyConduit::attach(&job, segment_len)
-            .map_err(|e| ShmemError::conduit(me, "shmem_init", e))?;
+        let (conduit, parked_statics) = match take_parked() {
+            Some(p) => {
+                let (conduit, statics) = Self::reuse(p, segment_len, heap_len)?;
+                (conduit, Some(statics))
+            }
+            None => {
+                let c = AnyConduit::attach(&job, segment_len)
+                    .map_err(|e| ShmemError::conduit(me, "shmem_init", e))?;
+                (c, None)
+            }
+        };
         let got = conduit.segment_len();
         if got < segment_len {
             return Err(ShmemError::conduit(
@@ -300,6 +341,8 @@ impl Runtime {
         };
         let static_off = static_off.unwrap_or(0);
         let statics = match (statics, conduit.segment_backing()) {
+            // Initialized again: the static data is still mapped.
+            _ if parked_statics.is_some() => parked_statics.flatten(),
             (Some(data), Some(backing)) => {
                 // SAFETY: `data` comes from `find`; the region
                 // `static_off..+data.len` is page-aligned and inside the
@@ -343,6 +386,41 @@ impl Runtime {
             .map_err(|e| ShmemError::conduit(rt.me, "shmem_init", e))?;
         rt.announce();
         Ok(rt)
+    }
+
+    /// Takes back the conduit a previous `shmem_finalize` of the C ABI
+    /// kept: the segment must have the same size (the same
+    /// `SHMEM_SYMMETRIC_SIZE`, so that the static data stays where it is
+    /// mapped). Clears the runtime's region and the collective pool of
+    /// this PE's segment: every PE passed the last finalize's barrier, so
+    /// nothing more arrives there before the start-up barrier.
+    fn reuse(
+        p: Parked,
+        segment_len: usize,
+        heap_len: usize,
+    ) -> Result<(Backend, Option<StaticRegion>)> {
+        let got = p.conduit.segment_len();
+        let me = p.conduit.rank();
+        if got != segment_len {
+            let _ = p.conduit.finalize();
+            return Err(ShmemError::Config {
+                var: "SHMEM_SYMMETRIC_SIZE",
+                value: heap_len.to_string(),
+                expected: format!(
+                    "the size the library was first initialized with (PE {me}: a segment of {got} bytes, now {segment_len} asked)"
+                ),
+            });
+        }
+        let base = p.conduit.local_segment();
+        let pool = layout::team_pool(heap_len);
+        let pool_end = p.statics.map_or(segment_len, |s| s.offset);
+        for (start, end) in [(0, layout::HEAP), (pool, pool_end)] {
+            // SAFETY: both ranges lie inside this PE's segment (the runtime
+            // region and the collective pool, before the static data); no
+            // peer writes them until the start-up barrier (see above).
+            unsafe { std::ptr::write_bytes(base.add(start), 0, end - start) };
+        }
+        Ok((p.conduit, p.statics))
     }
 
     fn write_header(&self) {
@@ -440,6 +518,18 @@ impl Runtime {
             target,
             n_pes: self.n,
         }
+    }
+
+    /// `shmem_global_exit`: ends every PE of the job with `status`. A PE
+    /// that ends the job with a failure status first tells the launcher
+    /// (`oshrun`) that it is the PE that failed, so that oshrun names it
+    /// even when it sees another PE, stopped by the global exit, end
+    /// first.
+    pub(crate) fn global_exit(&self, status: i32) -> ! {
+        if status != 0 {
+            conduits::job::tell_launcher_failed(self.me);
+        }
+        self.conduit.global_exit(status)
     }
 
     /// Wraps a conduit error. A wait that made no progress for
@@ -904,6 +994,34 @@ pub(crate) unsafe fn finish(rt: *mut Runtime) -> Result<()> {
     // published and no free-function call holds it (USERS is zero after
     // GLOBAL was cleared), and the handle that owned it is being consumed.
     drop(unsafe { Box::from_raw(rt) });
+    res
+}
+
+/// As [`finish`], for the C ABI's last `shmem_finalize`: the barrier of
+/// finalization, then the runtime is freed but its conduit stays attached
+/// to the job, for a later `shmem_init` (OpenSHMEM 1.6) or until the
+/// process exits.
+///
+/// # Safety
+/// As for [`finish`].
+pub(crate) unsafe fn finish_and_park(rt: *mut Runtime) -> Result<()> {
+    // SAFETY: `rt` is live until the Box is rebuilt below (caller contract).
+    let r = unsafe { &*rt };
+    let res = r.barrier_all("shmem_finalize");
+    if r.config.debug {
+        conduits::report!("PE {}: shmem_finalize: done", r.me);
+    }
+    GLOBAL.store(std::ptr::null_mut(), Ordering::SeqCst);
+    let mut backoff = Backoff::new();
+    while USERS.load(Ordering::SeqCst) != 0 {
+        backoff.snooze();
+    }
+    // SAFETY: as in `finish`: unpublished, unused, from `Box::into_raw`.
+    let Runtime {
+        conduit, statics, ..
+    } = *unsafe { Box::from_raw(rt) };
+    *PARKED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parked { conduit, statics });
+    STATE.store(UNINIT, Ordering::Release);
     res
 }
 
