@@ -26,6 +26,9 @@ packages=(
     "slurmctld:/usr/sbin/slurmctld"
     "slurmd:/usr/sbin/slurmd"
     "slurm-client:/usr/bin/srun"
+    # The ofi conduit loads libfabric at run time; fi_info lists providers.
+    "libfabric1:$multiarch/libfabric.so.1"
+    "libfabric-bin:/usr/bin/fi_info"
 )
 
 missing=()

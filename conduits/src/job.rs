@@ -21,6 +21,8 @@ pub enum ConduitKind {
     Ipv6,
     /// FPGA board (or devsim).
     Fpga,
+    /// libfabric.
+    Ofi,
 }
 
 impl FromStr for ConduitKind {
@@ -30,8 +32,9 @@ impl FromStr for ConduitKind {
             "smp" => Ok(ConduitKind::Smp),
             "ipv6" => Ok(ConduitKind::Ipv6),
             "fpga" => Ok(ConduitKind::Fpga),
+            "ofi" => Ok(ConduitKind::Ofi),
             other => Err(ConduitError::Bootstrap(format!(
-                "FSHMEM_CONDUIT={other:?} is not a conduit (expected smp, ipv6 or fpga)"
+                "FSHMEM_CONDUIT={other:?} is not a conduit (expected smp, ipv6, fpga or ofi)"
             ))),
         }
     }
@@ -43,6 +46,7 @@ impl fmt::Display for ConduitKind {
             ConduitKind::Smp => "smp",
             ConduitKind::Ipv6 => "ipv6",
             ConduitKind::Fpga => "fpga",
+            ConduitKind::Ofi => "ofi",
         })
     }
 }

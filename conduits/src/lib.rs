@@ -10,6 +10,8 @@
 //!   hosts, bootstrapped by [`bootstrap`] (rendezvous, PMI-1, Slurm).
 //! - [`fpga`]: a BAR-mapped board, or its software model `devsim`
 //!   ([`fpga::devsim`]) whose BARs are files.
+//! - [`ofi`]: libfabric (loaded at run time): the provider's RMA and
+//!   atomics, active messages as fabric messages.
 //!
 //! Hot paths dispatch statically through [`AnyConduit`]; the [`Conduit`]
 //! trait states the contract each transport implements. [`wait::Backoff`]
@@ -22,6 +24,7 @@ pub mod error;
 pub mod fpga;
 pub mod ipv6;
 pub mod job;
+pub mod ofi;
 pub mod smp;
 pub mod wait;
 
@@ -31,6 +34,7 @@ pub use fpga::FpgaConduit;
 pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 pub use ipv6::Ipv6Conduit;
 pub use job::{ConduitKind, JobEnv};
+pub use ofi::OfiConduit;
 pub use smp::SmpConduit;
 
 /// How a put-with-signal updates the signal word.
@@ -194,6 +198,8 @@ pub enum AnyConduit {
     Ipv6(Ipv6Conduit),
     /// A board (or devsim) reached through its BARs.
     Fpga(FpgaConduit),
+    /// libfabric.
+    Ofi(OfiConduit),
 }
 
 macro_rules! dispatch {
@@ -202,6 +208,7 @@ macro_rules! dispatch {
             AnyConduit::Smp($c) => $e,
             AnyConduit::Ipv6($c) => $e,
             AnyConduit::Fpga($c) => $e,
+            AnyConduit::Ofi($c) => $e,
         }
     };
 }
@@ -215,6 +222,7 @@ impl AnyConduit {
             ConduitKind::Smp => Ok(AnyConduit::Smp(SmpConduit::attach(job, segment_len)?)),
             ConduitKind::Ipv6 => Ok(AnyConduit::Ipv6(Ipv6Conduit::attach(job, segment_len)?)),
             ConduitKind::Fpga => Ok(AnyConduit::Fpga(FpgaConduit::attach(job, segment_len)?)),
+            ConduitKind::Ofi => Ok(AnyConduit::Ofi(OfiConduit::attach(job, segment_len)?)),
         }
     }
 
@@ -224,6 +232,7 @@ impl AnyConduit {
             AnyConduit::Smp(_) => ConduitKind::Smp,
             AnyConduit::Ipv6(_) => ConduitKind::Ipv6,
             AnyConduit::Fpga(_) => ConduitKind::Fpga,
+            AnyConduit::Ofi(_) => ConduitKind::Ofi,
         }
     }
 

@@ -83,7 +83,7 @@ pub mod impair;
 pub(crate) mod net;
 mod progress;
 pub mod reliable;
-mod segment;
+pub(crate) mod segment;
 
 pub use impair::Impair;
 

@@ -42,8 +42,8 @@ Environment set for every PE:
   FSHMEM_SIZE      the number of PEs, N
   FSHMEM_JOB_ID    the job id (names the job's shared memory,
                    /dev/shm/fshmem-<job>-*)
-  FSHMEM_CONDUIT   the conduit (smp, ipv6 or fpga)
-  FSHMEM_BOOTSTRAP with --conduit ipv6: the [::1]:port of the rendezvous
+  FSHMEM_CONDUIT   the conduit (smp, ipv6, fpga or ofi)
+  FSHMEM_BOOTSTRAP with --conduit ipv6 or ofi: the [::1]:port of the rendezvous
                    server oshrun runs for the job
   FSHMEM_FPGA_DEVICE  fpga: the PE's devsim board directory
                    (/dev/shm/fshmem-<job>-board<rank>/, removed at the end)
@@ -81,6 +81,8 @@ enum ConduitArg {
     Ipv6,
     /// FPGA boards: devsim boards started for the job, one per PE.
     Fpga,
+    /// libfabric (FSHMEM_OFI_PROVIDER chooses the provider).
+    Ofi,
 }
 
 /// How PEs are pinned to CPUs.
@@ -229,7 +231,7 @@ fn run(cli: Cli) -> Result<u8, String> {
     // The ipv6 job's rendezvous server; it ends by itself once every PE
     // left (or one failed), and with oshrun in any case.
     let rendezvous = match cli.conduit {
-        ConduitArg::Ipv6 => {
+        ConduitArg::Ipv6 | ConduitArg::Ofi => {
             let any: std::net::SocketAddr = "[::1]:0".parse().expect("literal address");
             let server = Server::start(any, n, BOOTSTRAP_TIMEOUT)
                 .map_err(|e| format!("cannot start the ipv6 bootstrap server on [::1]: {e}"))?;
@@ -240,6 +242,7 @@ fn run(cli: Cli) -> Result<u8, String> {
     let conduit_name = match cli.conduit {
         ConduitArg::Ipv6 => "ipv6",
         ConduitArg::Fpga => "fpga",
+        ConduitArg::Ofi => "ofi",
         ConduitArg::Smp => "smp",
     };
     let parent = std::process::id() as libc::pid_t;

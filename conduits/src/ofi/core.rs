@@ -1,0 +1,518 @@
+//! The protocol state of an ofi PE, behind the conduit's one lock: the
+//! [`Fabric`], the reference engine for active messages and atomics the
+//! provider cannot do, the receive buffers posted to the endpoint, and
+//! every operation in flight keyed by the context its completion carries.
+//!
+//! Whichever thread holds the lock drives it: an application thread that
+//! issues or waits, or the progress thread while the application
+//! computes. [`Core::progress`] reads the completion queue (which is also
+//! what makes a manual-progress provider move data), feeds received
+//! packets to the engine, and sends what the engine has to send.
+
+use super::fabric::Fabric;
+use super::{api, sys::*};
+use crate::error::ConduitError;
+use crate::ipv6::segment::SegMemory;
+use gasnet_core::engine::{Command, Completion, Engine, Status};
+use gasnet_core::wire;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_void;
+
+/// Receive buffers kept posted.
+const RECV_BUFFERS: usize = 32;
+
+/// Size of each receive buffer: the largest packet.
+const RECV_LEN: usize = wire::MAX_PACKET;
+
+/// Completion entries read per `fi_cq_read`.
+const CQ_BATCH: usize = 16;
+
+/// What an operation's completion releases or reports.
+pub(crate) enum Hold {
+    /// Nothing held.
+    None,
+    /// Bytes the provider reads until completion (a put's copy, a send).
+    Bytes(#[allow(dead_code)] Vec<u8>),
+    /// An atomic's operand, compare value and result.
+    Amo(AmoSlot),
+    /// Receive buffer `i`.
+    Recv(usize),
+}
+
+/// Who waits for an operation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waiter {
+    /// An application thread (blocking call): its outcome is kept in
+    /// [`Core::done`] under the context.
+    Blocking,
+    /// Nobody: an error is kept for the next quiet.
+    Nbi,
+    /// The conduit itself (sends, receives).
+    Internal,
+}
+
+/// An operation in flight.
+pub(crate) struct Op {
+    pub(crate) call: &'static str,
+    pub(crate) pe: usize,
+    pub(crate) hold: Hold,
+    pub(crate) waiter: Waiter,
+}
+
+/// The state behind the lock.
+pub(crate) struct Core {
+    pub(crate) fab: Fabric,
+    pub(crate) engine: Engine<SegMemory>,
+    recv: Vec<Box<[u8]>>,
+    ops: HashMap<u64, Op>,
+    /// Outcomes of blocking operations: the atomic's old value, or the error.
+    pub(crate) done: HashMap<u64, Result<u64, ConduitError>>,
+    /// Engine commands: tag -> blocking (value wanted) or not.
+    engine_wait: HashMap<u64, Waiter>,
+    /// Engine outcomes of blocking commands.
+    pub(crate) engine_done: HashMap<u64, Result<Completion, ConduitError>>,
+    /// Packets the endpoint had no room for yet: (destination PE, bytes).
+    backlog: VecDeque<(usize, Vec<u8>)>,
+    next_ctx: u64,
+    /// RMA and atomic operations issued through the provider (the
+    /// completion counter's target).
+    pub(crate) rma_issued: u64,
+    /// Counter errors already reported.
+    rma_errors_seen: u64,
+    /// RMA and atomic operations whose completion entry has not been read
+    /// yet.
+    rma_pending: u64,
+    pub(crate) engine_issued: u64,
+    pub(crate) engine_completed: u64,
+    pub(crate) nbi_error: Option<ConduitError>,
+    pub(crate) failed: Option<ConduitError>,
+}
+
+// SAFETY: the raw pointers inside (fabric handles, buffers handed to the
+// provider) are only used by the thread holding the conduit's lock.
+unsafe impl Send for Core {}
+
+fn ctx_ptr(ctx: u64) -> *mut c_void {
+    ctx as usize as *mut c_void
+}
+
+impl Core {
+    /// Builds the core and posts the receive buffers.
+    pub(crate) fn new(fab: Fabric, engine: Engine<SegMemory>) -> Result<Core, ConduitError> {
+        let mut c = Core {
+            fab,
+            engine,
+            recv: (0..RECV_BUFFERS)
+                .map(|_| vec![0u8; RECV_LEN].into_boxed_slice())
+                .collect(),
+            ops: HashMap::new(),
+            done: HashMap::new(),
+            engine_wait: HashMap::new(),
+            engine_done: HashMap::new(),
+            backlog: VecDeque::new(),
+            next_ctx: 1,
+            rma_issued: 0,
+            rma_errors_seen: 0,
+            rma_pending: 0,
+            engine_issued: 0,
+            engine_completed: 0,
+            nbi_error: None,
+            failed: None,
+        };
+        for i in 0..RECV_BUFFERS {
+            c.post_recv(i)?;
+        }
+        Ok(c)
+    }
+
+    fn ctx(&mut self) -> u64 {
+        let c = self.next_ctx;
+        self.next_ctx += 1;
+        c
+    }
+
+    fn post_recv(&mut self, i: usize) -> Result<(), ConduitError> {
+        let ctx = self.ctx();
+        let buf = self.recv[i].as_mut_ptr();
+        loop {
+            // SAFETY: the buffer is owned by the core, which outlives the
+            // endpoint's use of it (the endpoint is closed before the core's
+            // buffers are freed: Fabric is dropped first, see Drop).
+            let rc = unsafe { api::recv(self.fab.ep, buf.cast(), RECV_LEN, ctx_ptr(ctx)) };
+            if rc == 0 {
+                break;
+            }
+            if rc != -(FI_EAGAIN as isize) {
+                return Err(self.fab.err("fi_recv", rc));
+            }
+            self.read_cq();
+        }
+        self.ops.insert(
+            ctx,
+            Op {
+                call: "fi_recv",
+                pe: self.fab.rank,
+                hold: Hold::Recv(i),
+                waiter: Waiter::Internal,
+            },
+        );
+        Ok(())
+    }
+
+    /// Issues an RMA or atomic through `issue` (given the context pointer),
+    /// retrying while the provider says `FI_EAGAIN` (and progressing), and
+    /// records it. Returns the context.
+    pub(crate) fn issue(
+        &mut self,
+        call: &'static str,
+        pe: usize,
+        hold: Hold,
+        waiter: Waiter,
+        mut issue: impl FnMut(&Fabric, &Hold, *mut c_void) -> isize,
+    ) -> Result<u64, ConduitError> {
+        let ctx = self.ctx();
+        loop {
+            let rc = issue(&self.fab, &hold, ctx_ptr(ctx));
+            if rc == 0 {
+                break;
+            }
+            if rc != -(FI_EAGAIN as isize) {
+                return Err(self.fab.err(&format!("{call} to PE {pe}"), rc));
+            }
+            self.progress();
+        }
+        self.rma_issued += 1;
+        self.rma_pending += 1;
+        self.ops.insert(
+            ctx,
+            Op {
+                call,
+                pe,
+                hold,
+                waiter,
+            },
+        );
+        Ok(ctx)
+    }
+
+    /// Whether the engine has room for another command.
+    pub(crate) fn engine_room(&self) -> bool {
+        self.engine.outstanding() < self.engine.config().queue_depth
+    }
+
+    /// Hands an engine command over; `waiter` says whether a thread waits
+    /// for its completion.
+    pub(crate) fn submit(&mut self, tag: u64, cmd: Command, waiter: Waiter) {
+        self.engine_issued += 1;
+        self.engine_wait.insert(tag, waiter);
+        if let Err(e) = self.engine.submit(tag, cmd) {
+            let c = Completion {
+                tag,
+                status: Status::Malformed,
+                value: 0,
+                data: Vec::new(),
+            };
+            self.finish_engine(c, Some(e.to_string()));
+        }
+        self.pump();
+    }
+
+    /// One round: completions in (receives feed the engine), engine
+    /// packets out. Whether anything happened.
+    pub(crate) fn progress(&mut self) -> bool {
+        let mut work = self.read_cq();
+        work |= self.pump();
+        work
+    }
+
+    /// Whether every RMA and atomic issued through the provider has
+    /// completed (by the completion counter); fails with the first error.
+    pub(crate) fn rma_quiet(&mut self) -> Result<bool, ConduitError> {
+        let (ok, err) = self.fab.counted();
+        if err > self.rma_errors_seen {
+            self.rma_errors_seen = err;
+            // The completion queue holds the details; read them.
+            self.read_cq();
+            let e = self.nbi_error.take().unwrap_or_else(|| {
+                ConduitError::Io(format!(
+                    "PE {}: {err} RMA or atomic operations failed (completion counter)",
+                    self.fab.rank
+                ))
+            });
+            return Err(e);
+        }
+        // The counter says the provider completed them; the completion
+        // entries (read above, in progress) release what they held.
+        Ok(ok + err >= self.rma_issued && self.rma_pending == 0)
+    }
+
+    fn pump(&mut self) -> bool {
+        let mut work = false;
+        loop {
+            let mut moved = false;
+            while let Some(c) = self.engine.poll_completion() {
+                self.finish_engine(c, None);
+                moved = true;
+            }
+            while let Some(p) = self.engine.next_outgoing() {
+                let dst = p.dst as usize;
+                match wire::encode(&p) {
+                    Ok(bytes) => self.backlog.push_back((dst, bytes)),
+                    Err(e) => self.fail(ConduitError::Io(format!(
+                        "PE {}: cannot encode a packet to PE {dst}: {e}",
+                        self.fab.rank
+                    ))),
+                }
+                moved = true;
+            }
+            while let Some((dst, bytes)) = self.backlog.pop_front() {
+                let Some(peer) = self.fab.peers.get(dst).copied() else {
+                    self.fail(ConduitError::Io(format!(
+                        "PE {}: a packet for PE {dst}, outside the job",
+                        self.fab.rank
+                    )));
+                    continue;
+                };
+                let ctx = self.ctx();
+                // SAFETY: `bytes` is kept in the op table until the send
+                // completes (moving the Vec does not move its heap buffer).
+                let rc = unsafe {
+                    api::send(
+                        self.fab.ep,
+                        bytes.as_ptr().cast(),
+                        bytes.len(),
+                        peer.addr,
+                        ctx_ptr(ctx),
+                    )
+                };
+                if rc == -(FI_EAGAIN as isize) {
+                    self.backlog.push_front((dst, bytes));
+                    break;
+                }
+                if rc != 0 {
+                    let e = self.fab.err(&format!("fi_send to PE {dst}"), rc);
+                    self.fail(e);
+                    continue;
+                }
+                self.ops.insert(
+                    ctx,
+                    Op {
+                        call: "fi_send",
+                        pe: dst,
+                        hold: Hold::Bytes(bytes),
+                        waiter: Waiter::Internal,
+                    },
+                );
+                moved = true;
+            }
+            if !moved {
+                break;
+            }
+            work = true;
+            if !self.backlog.is_empty() {
+                // The endpoint is full: let completions make room.
+                break;
+            }
+        }
+        work
+    }
+
+    /// Reads the completion queue dry. Whether anything completed.
+    fn read_cq(&mut self) -> bool {
+        let mut work = false;
+        loop {
+            // SAFETY: fi_cq_msg_entry is plain data.
+            let mut buf: [fi_cq_msg_entry; CQ_BATCH] = unsafe { std::mem::zeroed() };
+            // SAFETY: `cq` is open; `buf` has room for CQ_BATCH entries.
+            let n = unsafe { api::cq_read(self.fab.cq, buf.as_mut_ptr(), CQ_BATCH) };
+            if n > 0 {
+                work = true;
+                for e in &buf[..n as usize] {
+                    self.complete(e.op_context as usize as u64, e.len, None);
+                }
+                continue;
+            }
+            if n == -(FI_EAVAIL as isize) {
+                // SAFETY: zero is a valid error entry.
+                let mut e: fi_cq_err_entry = unsafe { std::mem::zeroed() };
+                // SAFETY: `cq` is open; `e` is writable.
+                let r = unsafe { api::cq_readerr(self.fab.cq, &mut e) };
+                if r == 1 {
+                    work = true;
+                    // SAFETY: `cq` is open; err_data as the entry gave it.
+                    let prov = unsafe { api::cq_strerror(self.fab.cq, e.prov_errno, e.err_data) };
+                    let text = format!(
+                        "{}{}",
+                        self.fab.api.strerror(e.err as isize),
+                        prov.map(|p| format!(": {p}")).unwrap_or_default()
+                    );
+                    self.complete(e.op_context as usize as u64, 0, Some(text));
+                    continue;
+                }
+            }
+            break;
+        }
+        work
+    }
+
+    /// The operation under `ctx` completed (with an error text, if it
+    /// failed).
+    fn complete(&mut self, ctx: u64, len: usize, err: Option<String>) {
+        let Some(op) = self.ops.remove(&ctx) else {
+            return;
+        };
+        let rank = self.fab.rank;
+        let error = err.map(|t| {
+            ConduitError::Io(format!(
+                "PE {rank}: {} to PE {} failed: {t}",
+                op.call, op.pe
+            ))
+        });
+        match op.hold {
+            Hold::Recv(i) => {
+                if let Some(e) = error {
+                    // Endpoints cancel receives when closed; anything else
+                    // is a failure.
+                    self.fail(e);
+                    return;
+                }
+                // The packet's header and CRC, not the completion's length,
+                // delimit it: ofi_rxd (libfabric 1.17) reports lengths
+                // short of what it delivered. A packet that was really cut
+                // fails the CRC.
+                let buf = &self.recv[i];
+                let len = wire::peek_header(buf)
+                    .map(|h| h.packet_len().max(len))
+                    .unwrap_or(len)
+                    .min(RECV_LEN);
+                match wire::decode(&buf[..len]) {
+                    Ok(p) => self.engine.receive(p),
+                    Err(e) => self.fail(ConduitError::Io(format!(
+                        "PE {rank}: a malformed packet of {len} bytes arrived: {e}"
+                    ))),
+                }
+                if let Err(e) = self.post_recv(i) {
+                    self.fail(e);
+                }
+            }
+            hold => {
+                if op.waiter != Waiter::Internal {
+                    self.rma_pending -= 1;
+                }
+                if op.waiter == Waiter::Internal {
+                    if let Some(e) = error {
+                        self.fail(e);
+                    }
+                    return;
+                }
+                let value = match &hold {
+                    Hold::Amo(slot) => slot.result(),
+                    _ => 0,
+                };
+                match (op.waiter, error) {
+                    (Waiter::Blocking, Some(e)) => {
+                        self.done.insert(ctx, Err(e));
+                    }
+                    (Waiter::Blocking, None) => {
+                        self.done.insert(ctx, Ok(value));
+                    }
+                    (_, Some(e)) => {
+                        self.nbi_error.get_or_insert(e);
+                    }
+                    (_, None) => {}
+                }
+            }
+        }
+    }
+
+    fn finish_engine(&mut self, c: Completion, why: Option<String>) {
+        let Some(waiter) = self.engine_wait.remove(&c.tag) else {
+            return;
+        };
+        self.engine_completed += 1;
+        let err = (c.status != Status::Ok).then(|| {
+            ConduitError::Io(format!(
+                "PE {}: remote operation failed: {:?}{}",
+                self.fab.rank,
+                c.status,
+                why.map(|w| format!(" ({w})")).unwrap_or_default()
+            ))
+        });
+        match (waiter, err) {
+            (Waiter::Blocking, Some(e)) => {
+                self.engine_done.insert(c.tag, Err(e));
+            }
+            (Waiter::Blocking, None) => {
+                self.engine_done.insert(c.tag, Ok(c));
+            }
+            (_, Some(e)) => {
+                self.nbi_error.get_or_insert(e);
+            }
+            (_, None) => {}
+        }
+    }
+
+    pub(crate) fn fail(&mut self, e: ConduitError) {
+        self.failed.get_or_insert(e);
+    }
+
+    /// Waits (progressing) until every send and receive has completed or
+    /// been cancelled, for at most `limit`: called before the endpoint is
+    /// closed.
+    pub(crate) fn drain(&mut self, limit: std::time::Duration) {
+        let end = std::time::Instant::now() + limit;
+        while self.ops.values().any(|o| !matches!(o.hold, Hold::Recv(_)))
+            && std::time::Instant::now() < end
+        {
+            self.progress();
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl Hold {
+    /// The atomic slot's address (operand, compare, result), for the call
+    /// that issues it.
+    pub(crate) fn amo_ptrs(&self) -> (*const u64, *const u64, *mut u64) {
+        match self {
+            Hold::Amo(s) => (s.0.cast_const(), s.0.wrapping_add(1), s.0.wrapping_add(2)),
+            _ => (std::ptr::null(), std::ptr::null(), std::ptr::null_mut()),
+        }
+    }
+
+    /// The held bytes' address and length.
+    pub(crate) fn bytes(&self) -> (*const u8, usize) {
+        match self {
+            Hold::Bytes(v) => (v.as_ptr(), v.len()),
+            _ => (std::ptr::null(), 0),
+        }
+    }
+}
+
+/// Three words the provider reads (operand, compare) and writes (result)
+/// until an atomic completes: a heap allocation reached only through its
+/// raw pointer, so no Rust reference covers memory the provider writes.
+pub(crate) struct AmoSlot(*mut u64);
+
+impl AmoSlot {
+    /// A slot holding `operand` and `compare`.
+    pub(crate) fn new(operand: u64, compare: u64) -> AmoSlot {
+        let b = Box::new([operand, compare, 0u64]);
+        AmoSlot(Box::into_raw(b).cast())
+    }
+
+    /// The result word, read after the completion.
+    fn result(&self) -> u64 {
+        // SAFETY: the allocation lives while the slot does; the provider
+        // wrote it before reporting the completion that led here.
+        unsafe { self.0.add(2).read_volatile() }
+    }
+}
+
+impl Drop for AmoSlot {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from Box::into_raw of a [u64; 3] and the
+        // operation using it has completed (or the endpoint is closed).
+        drop(unsafe { Box::from_raw(self.0.cast::<[u64; 3]>()) });
+    }
+}
