@@ -90,6 +90,31 @@ pub fn job_exiting() -> bool {
     JOB_EXITING.load(Ordering::SeqCst)
 }
 
+/// Set while the process runs its exit handlers (the runtime may finalize
+/// there).
+static IN_EXIT_HANDLER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that the process is (`true`) or no longer is running its exit
+/// handlers, where [`exit_for_job`] must not call `exit` again.
+pub fn note_exit_handler(on: bool) {
+    IN_EXIT_HANDLER.store(on, Ordering::SeqCst);
+}
+
+/// Ends this process with `status` because the job ends (a global exit,
+/// from this PE or another): `std::process::exit`, or, when the process is
+/// already running its exit handlers, `_exit` after flushing stdout (exit
+/// may not be called again from there).
+pub fn exit_for_job(status: i32) -> ! {
+    note_job_exit();
+    if IN_EXIT_HANDLER.load(Ordering::SeqCst) {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        // SAFETY: _exit ends the process at once; allowed anywhere.
+        unsafe { libc::_exit(status) }
+    }
+    std::process::exit(status)
+}
+
 /// Tracks how long a wait has been going and chooses between spinning and
 /// yielding. Cheap to create; create one per wait.
 #[derive(Clone, Debug, Default)]

@@ -143,6 +143,24 @@ static GLOBAL: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static USERS: AtomicUsize = AtomicUsize::new(0);
 /// Collective allocation steps this process took ([`Runtime::collective_begin`]).
 static ALLOC_STEP: AtomicU64 = AtomicU64::new(0);
+/// Set while the exit hook finalizes: an error then ends the process with
+/// `_exit` (exit is not re-entrant).
+static IN_EXIT_HOOK: AtomicBool = AtomicBool::new(false);
+
+/// Flushes stdout and ends the process at once (`_exit`), as an exit
+/// handler must.
+fn exit_now(status: i32) -> ! {
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    // SAFETY: _exit ends the process at once; it is allowed anywhere,
+    // exit handlers included.
+    unsafe { libc::_exit(status) }
+}
+
+/// How long a PE finalizing at exit waits for the others before it says
+/// so.
+const EXIT_NOTICE_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Whether PE 0 warns when the process exits without finalizing (not
 /// after `start_pes`).
 static WARN_AT_EXIT: AtomicBool = AtomicBool::new(true);
@@ -197,13 +215,30 @@ extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
             if rt.me == 0 && WARN_AT_EXIT.load(Ordering::Relaxed) {
                 conduits::report!("PE 0: shutting down without a call to shmem_finalize");
             }
-            if let Err(e) = rt.finalize() {
+            // The finalization waits for every PE; if they are not coming
+            // (they wait for something this PE would have sent), say which
+            // PE waits at exit, once, after a while.
+            let (done, waited) = std::sync::mpsc::channel::<()>();
+            let me = rt.me;
+            let notice = std::thread::Builder::new().spawn(move || {
+                if waited.recv_timeout(EXIT_NOTICE_AFTER).is_err() {
+                    conduits::report!(
+                        "PE {me}: left main (or called exit) without shmem_finalize; waiting at exit for the other PEs to finalize"
+                    );
+                }
+            });
+            IN_EXIT_HOOK.store(true, Ordering::Release);
+            conduits::wait::note_exit_handler(true);
+            let finalized = rt.finalize();
+            conduits::wait::note_exit_handler(false);
+            IN_EXIT_HOOK.store(false, Ordering::Release);
+            drop(done);
+            if let Ok(t) = notice {
+                let _ = t.join();
+            }
+            if let Err(e) = finalized {
                 conduits::report!("{e}");
-                use std::io::Write as _;
-                let _ = std::io::stdout().flush();
-                // SAFETY: _exit ends the process at once; calling it from
-                // an exit handler is allowed (unlike exit).
-                unsafe { libc::_exit(1) }
+                exit_now(1)
             }
             STATE.store(FINALIZED, Ordering::Release);
         }
@@ -541,6 +576,11 @@ impl Runtime {
         let e = ShmemError::conduit(self.me, call, e);
         if timed_out {
             conduits::report!("{e}; ending the job");
+            if IN_EXIT_HOOK.load(Ordering::Acquire) {
+                // The process is already exiting (finalizing at exit): leave
+                // at once; the peers find this PE gone.
+                exit_now(WAIT_TIMEOUT_STATUS)
+            }
             self.conduit.global_exit(WAIT_TIMEOUT_STATUS);
         }
         e

@@ -658,7 +658,7 @@ impl FpgaConduit {
         let exit = self.load64(self.layout.exit_word());
         if exit != 0 {
             crate::wait::note_job_exit();
-            std::process::exit((exit & 0xFF) as i32);
+            crate::wait::exit_for_job((exit & 0xFF) as i32);
         }
         let bar0 = &self.board.bar0;
         if bar0.read32(regs::ERR_STATUS) & err::PEER_TIMEOUT != 0 {
@@ -1546,7 +1546,7 @@ impl Conduit for FpgaConduit {
         }
         let _ = self.quiet();
         crate::wait::note_job_exit();
-        std::process::exit(status)
+        crate::wait::exit_for_job(status)
     }
 }
 

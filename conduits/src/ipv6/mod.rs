@@ -1042,7 +1042,7 @@ impl Conduit for Ipv6Conduit {
     fn global_exit(&self, status: i32) -> ! {
         crate::wait::note_job_exit();
         self.broadcast_exit(status);
-        std::process::exit(status)
+        crate::wait::exit_for_job(status)
     }
 
     /// The segment's memfd from offset 0.

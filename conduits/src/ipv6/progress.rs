@@ -188,7 +188,7 @@ impl Core {
             // exit hook must not turn status 0 into "exited without
             // finalize").
             crate::wait::note_job_exit();
-            std::process::exit(status as i32);
+            crate::wait::exit_for_job(status as i32);
         }
         // Liveness.
         if !self.failed

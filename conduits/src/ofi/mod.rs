@@ -574,7 +574,7 @@ fn progress_thread(
                 c.drain(Duration::from_millis(200));
             }
             crate::wait::note_job_exit();
-            std::process::exit(status as i32);
+            crate::wait::exit_for_job(status as i32);
         }
         let now = Instant::now();
         if now.duration_since(last_check) >= Duration::from_millis(20) {
@@ -941,7 +941,7 @@ impl Conduit for OfiConduit {
     fn global_exit(&self, status: i32) -> ! {
         crate::wait::note_job_exit();
         self.broadcast_exit(status);
-        std::process::exit(status)
+        crate::wait::exit_for_job(status)
     }
 
     fn segment_backing(&self) -> Option<SegmentBacking> {

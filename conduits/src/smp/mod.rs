@@ -355,7 +355,7 @@ impl SmpConduit {
             self.ctl
                 .state(self.rank)
                 .store(state::FINALIZED, Ordering::Release);
-            std::process::exit(w as u32 as i32);
+            crate::wait::exit_for_job(w as u32 as i32);
         }
     }
 
@@ -920,7 +920,7 @@ impl Conduit for SmpConduit {
                 .compare_exchange(0, word, Ordering::AcqRel, Ordering::Relaxed);
         // Whoever set the word first decides the status of the whole job.
         self.check_global_exit();
-        std::process::exit(status)
+        crate::wait::exit_for_job(status)
     }
 
     /// The PE's `/dev/shm` segment file (unlinked, still open), mapped from
