@@ -122,6 +122,11 @@ pub struct Backoff {
     steps: u64,
     /// When the clock of [`Backoff::timed_out`] started (first read).
     since: Option<Instant>,
+    /// A limit of this wait's own instead of the process-wide timeout
+    /// (tests, which must not change the timeout of other tests running in
+    /// the same process).
+    #[cfg(test)]
+    limit: Option<Duration>,
 }
 
 impl Backoff {
@@ -131,6 +136,18 @@ impl Backoff {
         Backoff {
             steps: 0,
             since: None,
+            #[cfg(test)]
+            limit: None,
+        }
+    }
+
+    /// A backoff that times out after `limit` whatever the process-wide
+    /// timeout.
+    #[cfg(test)]
+    fn with_limit(limit: Duration) -> Backoff {
+        Backoff {
+            limit: Some(limit),
+            ..Backoff::new()
         }
     }
 
@@ -148,6 +165,9 @@ impl Backoff {
 
     #[cold]
     fn timed_out_now(&mut self) -> Option<Duration> {
+        #[cfg(test)]
+        let limit = self.limit.or_else(timeout)?;
+        #[cfg(not(test))]
         let limit = timeout()?;
         let now = Instant::now();
         let since = *self.since.get_or_insert(now);
@@ -241,15 +261,15 @@ mod tests {
 
     #[test]
     fn no_timeout_by_default_and_reset_restarts_the_clock() {
-        // The only test of this module touching the global timeout.
-        set_timeout(None);
+        // The process-wide timeout is never set in this process: other
+        // tests of the crate wait in the same process.
+        assert_eq!(timeout(), None);
         let mut b = Backoff::new();
         for _ in 0..10_000 {
             assert!(b.timed_out().is_none());
             b.snooze();
         }
-        set_timeout(Some(Duration::from_millis(30)));
-        let mut b = Backoff::new();
+        let mut b = Backoff::with_limit(Duration::from_millis(30));
         let start = Instant::now();
         let mut resets = 0;
         let waited = loop {
@@ -262,7 +282,6 @@ mod tests {
             }
             b.snooze();
         };
-        set_timeout(None);
         assert!(waited >= Duration::from_millis(30));
         assert!(
             start.elapsed() >= Duration::from_millis(50),
