@@ -4,13 +4,18 @@
 //! or a misaligned atomic word fail with the typed error and no effect;
 //! PE 0 prints `ok NAME: error` per check.
 
-use conduits::{AmoOp, AmoWidth, AnyConduit, Category, Conduit, ConduitError, JobEnv, SignalOp};
+use conduits::SignalOp;
+use conduits::prelude::*;
+use conduits::{
+    AmoOp, AmoWidth, AnyConduit, Category, ConduitError, JobEnv, SegmentRequest, Settings,
+};
 
 const SEG: usize = 1 << 16;
 
 fn main() {
     let job = JobEnv::from_env().expect("job environment");
-    let c = AnyConduit::attach(&job, SEG).unwrap_or_else(|e| {
+    let settings = Settings::from_env().unwrap_or_else(|e| panic!("{e}"));
+    let c = AnyConduit::attach(&job, SegmentRequest::Own(SEG), &settings).unwrap_or_else(|e| {
         conduits::report!("fault_conduit: {e}");
         std::process::exit(2)
     });
@@ -40,13 +45,17 @@ fn main() {
     let misaligned = |e: &ConduitError| matches!(e, ConduitError::Misaligned { .. });
     let buf = [7u8; 16];
     let mut dst = [0u8; 16];
-    check("put-pe-out-of-range", c.put(n, 0, &buf).map(|_| 0), &range);
     check(
-        "get-pe-out-of-range",
-        c.get(n + 5, 0, &mut dst).map(|_| 0),
+        "put-pe-out-of-range",
+        c.put(CtxId::DEFAULT, n, 0, &buf).map(|_| 0),
         &range,
     );
-    let amo = |pe, off, w| c.atomic(pe, off, AmoOp::FetchAdd, w, 1, 0);
+    check(
+        "get-pe-out-of-range",
+        c.get(CtxId::DEFAULT, n + 5, 0, &mut dst).map(|_| 0),
+        &range,
+    );
+    let amo = |pe, off, w| c.atomic(CtxId::DEFAULT, pe, off, AmoOp::FetchAdd, w, 1, 0);
     check(
         "atomic-pe-out-of-range",
         amo(usize::MAX, 0, AmoWidth::W64),
@@ -59,12 +68,13 @@ fn main() {
     );
     check(
         "put-past-end",
-        c.put(peer, SEG - 8, &buf).map(|_| 0),
+        c.put(CtxId::DEFAULT, peer, SEG - 8, &buf).map(|_| 0),
         &outside,
     );
     check(
         "get-overflowing-length",
-        c.get(peer, usize::MAX - 4, &mut dst).map(|_| 0),
+        c.get(CtxId::DEFAULT, peer, usize::MAX - 4, &mut dst)
+            .map(|_| 0),
         &outside,
     );
     check("atomic-past-end", amo(peer, SEG, AmoWidth::W64), &outside);
@@ -80,13 +90,15 @@ fn main() {
     );
     check(
         "signal-misaligned",
-        c.put_signal(peer, 0, &buf, 20, SignalOp::Set, 1).map(|_| 0),
+        c.put_signal(CtxId::DEFAULT, peer, 0, &buf, 20, SignalOp::Set, 1)
+            .map(|_| 0),
         &misaligned,
     );
     c.barrier().expect("barrier");
     // None of the refused calls had an effect: the segment is still zero.
     let mut all = vec![0u8; SEG];
-    c.get(me, 0, &mut all).expect("get own segment");
+    c.get(CtxId::DEFAULT, me, 0, &mut all)
+        .expect("get own segment");
     if all.iter().any(|&b| b != 0) {
         println!("FAIL PE {me}: a refused call wrote the segment");
         std::process::exit(1);

@@ -16,7 +16,8 @@
 //! (0.35 us put, 0.59 us get, 3813 MB/s on a Stratix-10 board).
 
 use conduits::fpga::FpgaConduit;
-use conduits::{AnyConduit, Conduit, JobEnv};
+use conduits::prelude::*;
+use conduits::{AnyConduit, JobEnv, SegmentRequest, Settings};
 use gasnet_core::cmd::{Common, Descriptor, Inline, PutSource};
 use std::time::{Duration, Instant};
 
@@ -33,10 +34,10 @@ fn submit_cost(f: &FpgaConduit, rounds: usize) -> Result<f64, Box<dyn std::error
     for _ in 0..rounds {
         let t = Instant::now();
         for i in 0..BATCH {
-            f.put(1, 64 + 8 * (i % 8), &data)?;
+            f.put(CtxId::DEFAULT, 1, 64 + 8 * (i % 8), &data)?;
         }
         per.push(t.elapsed().as_nanos() as f64 / BATCH as f64);
-        f.quiet()?;
+        f.quiet(CtxId::DEFAULT)?;
     }
     Ok(median(per))
 }
@@ -74,7 +75,8 @@ fn reap_cost(f: &FpgaConduit, rounds: usize) -> Result<f64, Box<dyn std::error::
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let job = JobEnv::from_env()?;
-    let c = AnyConduit::attach(&job, 16 << 20)?;
+    let settings = Settings::from_env().unwrap_or_else(|e| panic!("{e}"));
+    let c = AnyConduit::attach(&job, SegmentRequest::Own(16 << 20), &settings)?;
     let AnyConduit::Fpga(f) = &c else {
         return Err("run with oshrun --conduit fpga".into());
     };
@@ -89,11 +91,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut buf = [0u8; 8];
         for i in 0..2000u64 {
             let t = Instant::now();
-            f.put(1, 256, &i.to_le_bytes())?;
-            f.quiet()?;
+            f.put(CtxId::DEFAULT, 1, 256, &i.to_le_bytes())?;
+            f.quiet(CtxId::DEFAULT)?;
             put_lat.push(t.elapsed().as_nanos() as f64 / 1e3);
             let t = Instant::now();
-            f.get(1, 256, &mut buf)?;
+            f.get(CtxId::DEFAULT, 1, 256, &mut buf)?;
             get_lat.push(t.elapsed().as_nanos() as f64 / 1e3);
         }
         let (put_us, get_us) = (median(put_lat), median(get_lat));
@@ -111,9 +113,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t = Instant::now();
             for _ in 0..reps {
                 // SAFETY: `src` outlives the quiet below and is not modified.
-                unsafe { f.put_nbi(1, 4096, src.as_ptr(), size)? };
+                unsafe { f.put_nbi(CtxId::DEFAULT, 1, 4096, src.as_ptr(), size)? };
             }
-            f.quiet()?;
+            f.quiet(CtxId::DEFAULT)?;
             let dt = t.elapsed().as_secs_f64();
             let mbs = (size * reps) as f64 / dt / 1e6;
             best_bw = best_bw.max(mbs);

@@ -13,7 +13,8 @@
 //! (`n × n`) that ART fills.
 
 use conduits::fpga::devsim::compute::GEMM_RUN;
-use conduits::{AnyConduit, Category, Conduit, JobEnv};
+use conduits::prelude::*;
+use conduits::{AnyConduit, Category, JobEnv, SegmentRequest, Settings};
 use gasnet_core::handlers::FIRST_USER;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -69,7 +70,8 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     if off_full as u64 + 8 * (n * n) as u64 >= u32::MAX as u64 {
         return Err("matrix too large for 32-bit tile offsets".into());
     }
-    let c = AnyConduit::attach(&job, seg)?;
+    let settings = Settings::from_env().unwrap_or_else(|e| panic!("{e}"));
+    let c = AnyConduit::attach(&job, SegmentRequest::Own(seg), &settings)?;
     let done = Arc::new(AtomicU64::new(0));
     let d = done.clone();
     c.register_handler(
@@ -85,8 +87,8 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
         .flat_map(|i| (0..n).map(move |k| a(i, k)))
         .collect();
     let b_all: Vec<f64> = (0..n).flat_map(|k| (0..n).map(move |j| b(k, j))).collect();
-    c.put(me, 0, &bytes(&a_blk))?;
-    c.put(me, off_b, &bytes(&b_all))?;
+    c.put(CtxId::DEFAULT, me, 0, &bytes(&a_blk))?;
+    c.put(CtxId::DEFAULT, me, off_b, &bytes(&b_all))?;
     c.barrier()?;
     let t0 = std::time::Instant::now();
     let args = [
@@ -114,7 +116,7 @@ fn run() -> Result<bool, Box<dyn std::error::Error>> {
     let mut ok = status == 0;
     if me == 0 {
         let mut full = vec![0u8; 8 * n * n];
-        c.get(0, off_full, &mut full)?;
+        c.get(CtxId::DEFAULT, 0, off_full, &mut full)?;
         let got: Vec<f64> = full
             .chunks_exact(8)
             .map(|w| f64::from_le_bytes(w.try_into().unwrap_or_default()))

@@ -15,7 +15,8 @@
 //! MB_per_s` lines. `FSHMEM_BENCH_ONLY=put_bw` (an operation name, or a
 //! comma-separated list) runs only those, for profiling.
 
-use conduits::{AnyConduit, Conduit, JobEnv};
+use conduits::prelude::*;
+use conduits::{AnyConduit, JobEnv, SegmentRequest, Settings};
 use std::time::Instant;
 
 const LAT_MAX: usize = 64 << 10;
@@ -29,7 +30,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .filter(|&t| t > 0)
         .unwrap_or(5);
-    let c = AnyConduit::attach(&job, BW_MAX).expect("attach");
+    let settings = Settings::from_env().unwrap_or_else(|e| panic!("{e}"));
+    let c = AnyConduit::attach(&job, SegmentRequest::Own(BW_MAX), &settings).expect("attach");
     c.barrier().expect("barrier");
     if c.rank() == 0 {
         let local = vec![1u8; BW_MAX];
@@ -39,13 +41,13 @@ fn main() {
             let iters = lat_iters(n);
             point("put_lat", n, iters, trials, || {
                 for _ in 0..iters {
-                    c.put(1, 0, &local[..n]).expect("put");
-                    c.quiet().expect("quiet");
+                    c.put(CtxId::DEFAULT, 1, 0, &local[..n]).expect("put");
+                    c.quiet(CtxId::DEFAULT).expect("quiet");
                 }
             });
             point("get_lat", n, iters, trials, || {
                 for _ in 0..iters {
-                    c.get(1, 0, &mut back[..n]).expect("get");
+                    c.get(CtxId::DEFAULT, 1, 0, &mut back[..n]).expect("get");
                 }
             });
             n *= 2;
@@ -57,17 +59,23 @@ fn main() {
                 for _ in 0..iters {
                     // SAFETY: `local` outlives the quiet below and is not
                     // written meanwhile.
-                    unsafe { c.put_nbi(1, 0, local.as_ptr(), n).expect("put_nbi") };
+                    unsafe {
+                        c.put_nbi(CtxId::DEFAULT, 1, 0, local.as_ptr(), n)
+                            .expect("put_nbi")
+                    };
                 }
-                c.quiet().expect("quiet");
+                c.quiet(CtxId::DEFAULT).expect("quiet");
             });
             point("get_bw", n, iters, trials, || {
                 for _ in 0..iters {
                     // SAFETY: `back` outlives the quiet below and is not
                     // touched meanwhile (every get writes the same bytes).
-                    unsafe { c.get_nbi(1, 0, back.as_mut_ptr(), n).expect("get_nbi") };
+                    unsafe {
+                        c.get_nbi(CtxId::DEFAULT, 1, 0, back.as_mut_ptr(), n)
+                            .expect("get_nbi")
+                    };
                 }
-                c.quiet().expect("quiet");
+                c.quiet(CtxId::DEFAULT).expect("quiet");
             });
             n *= 4;
         }

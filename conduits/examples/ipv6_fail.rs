@@ -6,16 +6,14 @@
 //! `FSHMEM_WAIT_TIMEOUT` shorter than the peer timeout the get's wait
 //! times out first instead: PE 0 prints what it waited for and exits 4.
 
-use conduits::{AnyConduit, Conduit, ConduitError, JobEnv};
+use conduits::prelude::*;
+use conduits::{AnyConduit, ConduitError, JobEnv, SegmentRequest, Settings};
 use std::time::{Duration, Instant};
 
 fn main() {
     let job = JobEnv::from_env().expect("job environment");
-    if let Ok(v) = std::env::var("FSHMEM_WAIT_TIMEOUT") {
-        let t = conduits::ipv6::parse_duration("FSHMEM_WAIT_TIMEOUT", &v).expect("a duration");
-        conduits::wait::set_timeout(Some(t));
-    }
-    let c = AnyConduit::attach(&job, 1 << 16).expect("attach");
+    let settings = Settings::from_env().unwrap_or_else(|e| panic!("{e}"));
+    let c = AnyConduit::attach(&job, SegmentRequest::Own(1 << 16), &settings).expect("attach");
     c.barrier().expect("first barrier");
     match c.rank() {
         1 => {
@@ -26,7 +24,7 @@ fn main() {
             std::thread::sleep(Duration::from_millis(100));
             let t = Instant::now();
             let mut buf = [0u8; 64];
-            let r = (0..1000).try_for_each(|_| c.get(1, 0, &mut buf));
+            let r = (0..1000).try_for_each(|_| c.get(CtxId::DEFAULT, 1, 0, &mut buf));
             match r {
                 Err(ConduitError::PeerFailed { pe, reason }) => {
                     println!(

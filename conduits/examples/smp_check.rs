@@ -4,8 +4,10 @@
 //! exact result checks. Prints `smp_check: PE r of n ok` and exits 0, or
 //! names the first mismatch and exits 1.
 
+use conduits::SignalOp;
+use conduits::prelude::*;
 use conduits::wait::Backoff;
-use conduits::{AmoOp, AmoWidth, AnyConduit, Category, Conduit, JobEnv, SignalOp};
+use conduits::{AmoOp, AmoWidth, AnyConduit, Category, JobEnv, SegmentRequest, Settings};
 use gasnet_core::handlers::FIRST_USER;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,27 +40,29 @@ fn main() {
         .map(|s| s.parse().expect("rounds must be a number"))
         .unwrap_or(50);
     let job = JobEnv::from_env().unwrap_or_else(|e| fail(format!("{e}")));
-    let c = AnyConduit::attach(&job, SEG).unwrap_or_else(|e| fail(format!("attach: {e}")));
+    let settings = Settings::from_env().unwrap_or_else(|e| panic!("{e}"));
+    let c = AnyConduit::attach(&job, SegmentRequest::Own(SEG), &settings)
+        .unwrap_or_else(|e| fail(format!("attach: {e}")));
     let (me, n) = (c.rank(), c.size());
     let ok = |r: conduits::Result<()>| r.unwrap_or_else(|e| fail(format!("PE {me}: {e}")));
 
     // Puts into every PE, then gets back.
     for pe in 0..n {
         let data: Vec<u8> = (0..64).map(|i| (me * 7 + pe + i) as u8).collect();
-        ok(c.put(pe, PUT_AREA + 64 * me, &data));
+        ok(c.put(CtxId::DEFAULT, pe, PUT_AREA + 64 * me, &data));
     }
-    ok(c.quiet());
+    ok(c.quiet(CtxId::DEFAULT));
     ok(c.barrier());
     for src in 0..n {
         let mut got = [0u8; 64];
-        ok(c.get(me, PUT_AREA + 64 * src, &mut got));
+        ok(c.get(CtxId::DEFAULT, me, PUT_AREA + 64 * src, &mut got));
         let want: Vec<u8> = (0..64).map(|i| (src * 7 + me + i) as u8).collect();
         check!(
             got[..] == want[..],
             "PE {me}: put from PE {src} reads {got:?}"
         );
         let peer = (me + 1) % n;
-        ok(c.get(peer, PUT_AREA + 64 * src, &mut got));
+        ok(c.get(CtxId::DEFAULT, peer, PUT_AREA + 64 * src, &mut got));
         let want: Vec<u8> = (0..64).map(|i| (src * 7 + peer + i) as u8).collect();
         check!(
             got[..] == want[..],
@@ -68,15 +72,33 @@ fn main() {
 
     // Atomics: a barrier-separated counter on PE 0, 32-bit adds on everyone.
     for round in 0..rounds {
-        ok(c.atomic(0, COUNTER, AmoOp::Add, AmoWidth::W64, 1, 0)
-            .map(|_| ()));
+        ok(
+            c.atomic(CtxId::DEFAULT, 0, COUNTER, AmoOp::Add, AmoWidth::W64, 1, 0)
+                .map(|_| ()),
+        );
         for pe in 0..n {
-            ok(c.atomic(pe, W32, AmoOp::FetchAdd, AmoWidth::W32, 1, 0)
-                .map(|_| ()));
+            ok(c.atomic(
+                CtxId::DEFAULT,
+                pe,
+                W32,
+                AmoOp::FetchAdd,
+                AmoWidth::W32,
+                1,
+                0,
+            )
+            .map(|_| ()));
         }
         ok(c.barrier());
         let v = c
-            .atomic(0, COUNTER, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+            .atomic(
+                CtxId::DEFAULT,
+                0,
+                COUNTER,
+                AmoOp::Fetch,
+                AmoWidth::W64,
+                0,
+                0,
+            )
             .unwrap_or_else(|e| fail(e.to_string()));
         check!(
             v == n as u64 * (round + 1),
@@ -85,13 +107,14 @@ fn main() {
         ok(c.barrier());
     }
     let w = c
-        .atomic(me, W32, AmoOp::Fetch, AmoWidth::W32, 0, 0)
+        .atomic(CtxId::DEFAULT, me, W32, AmoOp::Fetch, AmoWidth::W32, 0, 0)
         .unwrap_or_else(|e| fail(e.to_string()));
     check!(w == n as u64 * rounds, "PE {me}: 32-bit counter {w}");
     // Compare-and-swap: exactly one PE wins.
     ok(c.barrier());
     let old = c
         .atomic(
+            CtxId::DEFAULT,
             0,
             SIGNAL + 8,
             AmoOp::CompareSwap,
@@ -110,10 +133,26 @@ fn main() {
     let next = (me + 1) % n;
     let prev = (me + n - 1) % n;
     let payload = vec![me as u8 ^ 0x5a; 256];
-    ok(c.put_signal(next, SIG_DATA, &payload, SIGNAL, SignalOp::Add, 1));
+    ok(c.put_signal(
+        CtxId::DEFAULT,
+        next,
+        SIG_DATA,
+        &payload,
+        SIGNAL,
+        SignalOp::Add,
+        1,
+    ));
     let mut b = Backoff::new();
     while c
-        .atomic(me, SIGNAL, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+        .atomic(
+            CtxId::DEFAULT,
+            me,
+            SIGNAL,
+            AmoOp::Fetch,
+            AmoWidth::W64,
+            0,
+            0,
+        )
         .unwrap_or_else(|e| fail(e.to_string()))
         == 0
     {
@@ -121,7 +160,7 @@ fn main() {
         b.snooze();
     }
     let mut got = vec![0u8; 256];
-    ok(c.get(me, SIG_DATA, &mut got));
+    ok(c.get(CtxId::DEFAULT, me, SIG_DATA, &mut got));
     check!(
         got.iter().all(|&x| x == prev as u8 ^ 0x5a),
         "PE {me}: signalled data"

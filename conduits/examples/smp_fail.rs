@@ -12,7 +12,8 @@
 //! - `global-exit S`: PE 1 calls `global_exit(S)`; the others, in a barrier,
 //!   must exit with S.
 
-use conduits::{AnyConduit, Conduit, ConduitError, JobEnv};
+use conduits::prelude::*;
+use conduits::{AnyConduit, ConduitError, JobEnv, SegmentRequest, Settings};
 use std::time::Duration;
 
 fn main() {
@@ -25,7 +26,8 @@ fn main() {
         std::thread::sleep(Duration::from_secs(120));
         return;
     }
-    let c = AnyConduit::attach(&job, 1 << 16).unwrap_or_else(|e| {
+    let settings = Settings::from_env().unwrap_or_else(|e| panic!("{e}"));
+    let c = AnyConduit::attach(&job, SegmentRequest::Own(1 << 16), &settings).unwrap_or_else(|e| {
         conduits::report!("smp_fail: PE {rank}: {e}");
         std::process::exit(2)
     });

@@ -61,6 +61,19 @@ pub enum ConduitError {
     Am(AmError),
     /// The conduit does not support this call.
     Unsupported(&'static str),
+    /// A context that does not exist (never created, or destroyed).
+    NoContext {
+        /// The context asked for.
+        ctx: u32,
+    },
+    /// Every context the conduit can track is in use.
+    ContextLimit {
+        /// How many contexts the conduit tracks, the default one included.
+        max: usize,
+    },
+    /// A configuration variable has a bad value (boxed: a cold error
+    /// should not make every `Result` of the hot paths bigger).
+    Config(Box<gasnet_core::config::ConfigError>),
 }
 
 impl fmt::Display for ConduitError {
@@ -93,6 +106,17 @@ impl fmt::Display for ConduitError {
             ConduitError::Io(s) => write!(f, "I/O: {s}"),
             ConduitError::Am(e) => write!(f, "active message: {e}"),
             ConduitError::Unsupported(s) => write!(f, "unsupported: {s}"),
+            ConduitError::NoContext { ctx } => {
+                write!(
+                    f,
+                    "context {ctx} does not exist (never created, or destroyed)"
+                )
+            }
+            ConduitError::ContextLimit { max } => write!(
+                f,
+                "no free context: all {max} contexts this conduit tracks are in use"
+            ),
+            ConduitError::Config(e) => e.fmt(f),
         }
     }
 }
@@ -102,6 +126,12 @@ impl std::error::Error for ConduitError {}
 impl From<AmError> for ConduitError {
     fn from(e: AmError) -> Self {
         ConduitError::Am(e)
+    }
+}
+
+impl From<gasnet_core::config::ConfigError> for ConduitError {
+    fn from(e: gasnet_core::config::ConfigError) -> Self {
+        ConduitError::Config(Box::new(e))
     }
 }
 

@@ -7,49 +7,9 @@
 //! one that spans hosts (see [`crate::bootstrap`]). A program started
 //! without any of them runs as a singleton job of one PE.
 
+use crate::ConduitKind;
+use crate::config::JobVars;
 use crate::error::{ConduitError, Result};
-use std::fmt;
-use std::str::FromStr;
-
-/// Which transport a job uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum ConduitKind {
-    /// Shared-memory emulator (the default).
-    #[default]
-    Smp,
-    /// UDP/IPv6 bridge.
-    Ipv6,
-    /// FPGA board (or devsim).
-    Fpga,
-    /// libfabric.
-    Ofi,
-}
-
-impl FromStr for ConduitKind {
-    type Err = ConduitError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "smp" => Ok(ConduitKind::Smp),
-            "ipv6" => Ok(ConduitKind::Ipv6),
-            "fpga" => Ok(ConduitKind::Fpga),
-            "ofi" => Ok(ConduitKind::Ofi),
-            other => Err(ConduitError::Bootstrap(format!(
-                "FSHMEM_CONDUIT={other:?} is not a conduit (expected smp, ipv6, fpga or ofi)"
-            ))),
-        }
-    }
-}
-
-impl fmt::Display for ConduitKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ConduitKind::Smp => "smp",
-            ConduitKind::Ipv6 => "ipv6",
-            ConduitKind::Fpga => "fpga",
-            ConduitKind::Ofi => "ofi",
-        })
-    }
-}
 
 /// Rank, size, job id and conduit of this PE.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,40 +47,34 @@ impl JobEnv {
     /// assert_eq!((job.rank, job.size), (1, 4));
     /// ```
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv> {
-        let launcher = match (get("FSHMEM_RANK"), get("FSHMEM_SIZE")) {
+        let vars = JobVars::from_lookup(&get)?;
+        let launcher = match (vars.rank, vars.size) {
             (None, None) => crate::bootstrap::launcher_rank_size(&get)?,
             _ => None,
         };
-        let conduit = match get("FSHMEM_CONDUIT") {
-            Some(s) => s.parse()?,
+        let conduit = match vars.conduit {
+            Some(k) => k,
             None if launcher.is_some() => ConduitKind::Ipv6,
             None => ConduitKind::Smp,
         };
-        let (rank, size, job_id) = match (get("FSHMEM_RANK"), get("FSHMEM_SIZE")) {
+        let (rank, size, job_id) = match (vars.rank, vars.size) {
             (None, None) => match launcher {
                 Some((rank, size, who)) => {
-                    let job = get("FSHMEM_JOB_ID")
+                    let job = vars
+                        .job_id
                         .or_else(|| get("SLURM_JOB_ID").map(|j| format!("slurm{j}")))
                         .unwrap_or_else(|| format!("{who}job"));
                     (rank, size, job)
                 }
                 None => (0, 1, format!("single{}", std::process::id())),
             },
-            (Some(r), Some(s)) => {
-                let rank = parse_count("FSHMEM_RANK", &r)?;
-                let size = parse_count("FSHMEM_SIZE", &s)?;
-                if size == 0 || size > gasnet_core::MAX_NODES {
-                    return Err(ConduitError::Bootstrap(format!(
-                        "FSHMEM_SIZE={size} must be in 1..={}",
-                        gasnet_core::MAX_NODES
-                    )));
-                }
+            (Some(rank), Some(size)) => {
                 if rank >= size {
                     return Err(ConduitError::Bootstrap(format!(
                         "FSHMEM_RANK={rank} must be below FSHMEM_SIZE={size}"
                     )));
                 }
-                let job = get("FSHMEM_JOB_ID").ok_or_else(|| {
+                let job = vars.job_id.ok_or_else(|| {
                     ConduitError::Bootstrap("FSHMEM_JOB_ID is not set".to_string())
                 })?;
                 (rank, size, job)
@@ -148,12 +102,6 @@ impl JobEnv {
             conduit,
         })
     }
-}
-
-fn parse_count(var: &str, v: &str) -> Result<usize> {
-    v.trim()
-        .parse::<usize>()
-        .map_err(|_| ConduitError::Bootstrap(format!("{var}={v:?} is not a non-negative integer")))
 }
 
 /// Names the file descriptor (a pipe's write end) through which a PE tells

@@ -85,6 +85,33 @@ pub fn note_job_exit() {
     JOB_EXITING.store(true, Ordering::SeqCst);
 }
 
+/// Ends the process with `status` because the job ends (a global exit from
+/// this PE or another): records it ([`note_job_exit`]) and exits. Only the
+/// first thread to call it exits; any other caller (a progress thread and
+/// an application thread may both learn of the end) waits for the process
+/// to go, since two concurrent `exit` calls are undefined.
+///
+/// From the process's exit handlers (the runtime finalizes there when a
+/// program exits without finalizing, see [`note_exit_handler`]) it ends
+/// the process with `_exit` after flushing stdout: the process is already
+/// exiting, and `exit` may not be called again.
+pub fn exit_job(status: i32) -> ! {
+    static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    note_job_exit();
+    if IN_EXIT_HANDLER.load(Ordering::SeqCst) {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        // SAFETY: _exit ends the process at once; allowed anywhere.
+        unsafe { libc::_exit(status) }
+    }
+    if EXITING.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+    std::process::exit(status)
+}
+
 /// Whether [`note_job_exit`] was called.
 pub fn job_exiting() -> bool {
     JOB_EXITING.load(Ordering::SeqCst)
@@ -95,24 +122,9 @@ pub fn job_exiting() -> bool {
 static IN_EXIT_HANDLER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Records that the process is (`true`) or no longer is running its exit
-/// handlers, where [`exit_for_job`] must not call `exit` again.
+/// handlers, where [`exit_job`] must not call `exit` again.
 pub fn note_exit_handler(on: bool) {
     IN_EXIT_HANDLER.store(on, Ordering::SeqCst);
-}
-
-/// Ends this process with `status` because the job ends (a global exit,
-/// from this PE or another): `std::process::exit`, or, when the process is
-/// already running its exit handlers, `_exit` after flushing stdout (exit
-/// may not be called again from there).
-pub fn exit_for_job(status: i32) -> ! {
-    note_job_exit();
-    if IN_EXIT_HANDLER.load(Ordering::SeqCst) {
-        use std::io::Write as _;
-        let _ = std::io::stdout().flush();
-        // SAFETY: _exit ends the process at once; allowed anywhere.
-        unsafe { libc::_exit(status) }
-    }
-    std::process::exit(status)
 }
 
 /// Tracks how long a wait has been going and chooses between spinning and

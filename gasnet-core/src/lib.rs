@@ -8,13 +8,19 @@
 //! software twin of the hardware GASNet core that software conduits and the
 //! board model share.
 //!
+//! Also the pieces of protocol logic every transport shares, still without
+//! I/O: the typed configuration tables of every layer ([`config`]) and the
+//! test impairment of datagram streams ([`impair`]).
+//!
 //! Nothing here knows OpenSHMEM and nothing here performs I/O.
 
 pub mod am;
 pub mod amo;
 pub mod cmd;
+pub mod config;
 pub mod crc;
 pub mod engine;
+pub mod impair;
 pub mod types;
 pub mod wire;
 

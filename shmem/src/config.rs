@@ -68,11 +68,6 @@ pub const VARS: &[VarSpec] = &[
         help: "PE 0 prints the library and OpenSHMEM versions at start-up",
     },
     VarSpec {
-        name: "FSHMEM_WAIT_TIMEOUT",
-        default: "off",
-        help: "seconds a wait may make no progress before the job ends with a report (off: forever)",
-    },
-    VarSpec {
         name: "FSHMEM_TEAMS_MAX",
         default: "32",
         help: "team slots in the collective pool, world and shared included (1..=64)",
@@ -153,7 +148,7 @@ pub const LIBRARY_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// let e = Config::from_lookup(|k| (k == "SHMEM_SYMMETRIC_SIZE").then(|| "abc".to_string()));
 /// assert!(e.unwrap_err().to_string().contains("SHMEM_SYMMETRIC_SIZE=\"abc\""));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// `SHMEM_SYMMETRIC_SIZE`: bytes of user heap per PE.
     pub symmetric_size: usize,
@@ -163,11 +158,11 @@ pub struct Config {
     pub info: bool,
     /// `SHMEM_VERSION`.
     pub version: bool,
-    /// `FSHMEM_WAIT_TIMEOUT`: how long a wait may make no progress before
-    /// the job ends with a report; `None` (the default): forever.
-    pub wait_timeout: Option<std::time::Duration>,
     /// The `FSHMEM_*` collective settings.
     pub coll: CollConfig,
+    /// The conduits' settings (`FSHMEM_CONDUIT`'s transport, timeouts,
+    /// `FSHMEM_IPV6_*`, `FSHMEM_FPGA_*`, ...), declared by the conduits.
+    pub conduit: conduits::Settings,
 }
 
 /// A collective's algorithm choice: automatic (by message size and team
@@ -351,8 +346,8 @@ impl Default for Config {
             debug: false,
             info: false,
             version: false,
-            wait_timeout: None,
             coll: CollConfig::default(),
+            conduit: conduits::Settings::default(),
         }
     }
 }
@@ -380,9 +375,11 @@ impl Config {
         if let Some(v) = get("SHMEM_VERSION") {
             c.version = parse_bool("SHMEM_VERSION", &v)?;
         }
-        if let Some(v) = get("FSHMEM_WAIT_TIMEOUT") {
-            c.wait_timeout = parse_timeout("FSHMEM_WAIT_TIMEOUT", &v)?;
-        }
+        c.conduit = conduits::Settings::from_lookup(get).map_err(|e| ShmemError::Config {
+            var: e.var,
+            value: e.value,
+            expected: e.expected,
+        })?;
         let k = &mut c.coll;
         if let Some(v) = get("FSHMEM_TEAMS_MAX") {
             k.teams_max = parse_count("FSHMEM_TEAMS_MAX", &v, 1, 64)?;
@@ -438,10 +435,6 @@ impl Config {
             "SHMEM_DEBUG" => Some(b(self.debug)),
             "SHMEM_INFO" => Some(b(self.info)),
             "SHMEM_VERSION" => Some(b(self.version)),
-            "FSHMEM_WAIT_TIMEOUT" => Some(
-                self.wait_timeout
-                    .map_or("off".to_string(), |d| format!("{}s", d.as_secs_f64())),
-            ),
             "FSHMEM_TEAMS_MAX" => Some(self.coll.teams_max.to_string()),
             "FSHMEM_COLL_SCRATCH" => Some(format_size(self.coll.scratch)),
             "FSHMEM_BARRIER_ALGO" => Some(algo_name(self.coll.barrier, BARRIER_NAMES)),
@@ -454,7 +447,7 @@ impl Config {
             "FSHMEM_FCOLLECT_LARGE" => Some(format_size(self.coll.fcollect_large)),
             "FSHMEM_ALLTOALL_ALGO" => Some(algo_name(self.coll.alltoall, ALLTOALL_NAMES)),
             "FSHMEM_ALLTOALL_PAIRWISE" => Some(format_size(self.coll.alltoall_pairwise)),
-            _ => None,
+            _ => self.conduit.value_of(name),
         }
     }
 
@@ -470,13 +463,27 @@ impl Config {
             "fshmem {LIBRARY_VERSION} (OpenSHMEM {}.{}) environment:\n",
             OPENSHMEM_VERSION.0, OPENSHMEM_VERSION.1
         );
-        let w = VARS.iter().map(|v| v.name.len()).max().unwrap_or(0);
+        let w = VARS
+            .iter()
+            .map(|v| v.name.len())
+            .chain(conduits::Settings::VARS.iter().map(|v| v.name.len()))
+            .max()
+            .unwrap_or(0);
         for v in VARS {
             let val = self.value_of(v.name).unwrap_or_default();
             let _ = writeln!(
                 s,
                 "  {:w$}  = {:<8} (default {:<4}) {}",
                 v.name, val, v.default, v.help
+            );
+        }
+        for (v, val) in self.conduit.rows() {
+            let val = if val.is_empty() { "-".to_string() } else { val };
+            let def = if v.default.is_empty() { "-" } else { v.default };
+            let _ = writeln!(
+                s,
+                "  {:w$}  = {:<8} (default {:<4}) {}",
+                v.name, val, def, v.help
             );
         }
         s
@@ -680,8 +687,18 @@ mod tests {
             ..Config::default()
         };
         let t = c.info_table();
-        for v in VARS {
-            assert!(t.contains(v.name), "{t}");
+        let names = VARS.iter().map(|v| v.name);
+        for name in names.chain(conduits::Settings::VARS.iter().map(|v| v.name)) {
+            assert!(t.contains(name), "{t}");
+        }
+        for name in [
+            "FSHMEM_PEER_TIMEOUT",
+            "FSHMEM_WAIT_TIMEOUT",
+            "FSHMEM_IPV6_IMPAIR",
+            "FSHMEM_FPGA_DEVICE",
+            "FSHMEM_DEVSIM_IMPAIR",
+        ] {
+            assert!(t.contains(name), "{name} missing from {t}");
         }
         assert!(t.contains("3M"), "{t}");
         assert!(t.contains(LIBRARY_VERSION), "{t}");

@@ -13,12 +13,13 @@
 //! - `NOSTORE`: no puts or non-fetching atomics — enforced: they are errors,
 //!   and `quiet`/`fence` have nothing to complete.
 //!
-//! A context tracks whether it has issued anything that `quiet` must
-//! complete; a context with nothing pending quiets for free. The conduit
-//! contract knows no contexts, so a context's `quiet` completes every
-//! operation of the PE (stronger than needed, never weaker): on `smp` it is
-//! a memory fence, on `ipv6`/`fpga` it waits for the PE's outstanding
-//! acknowledgements.
+//! Each context is a conduit context ([`conduits::CtxId`], created with it
+//! and destroyed when it goes): its `quiet` waits for its own operations
+//! only (`ipv6` and `fpga` count them per context; on `smp`, where every
+//! operation completes at once, it is a memory fence), so one thread's
+//! context need not wait for another's slow target. A context also tracks
+//! whether it has issued anything that `quiet` must complete; one with
+//! nothing pending quiets for free.
 //!
 //! # Threads
 //!
@@ -54,7 +55,8 @@ use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
 use crate::runtime::Runtime;
 use crate::sym::SymVec;
 use crate::team::{Team, TeamState};
-use conduits::{AmoOp, Conduit};
+use conduits::AmoOp;
+use conduits::prelude::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::ThreadId;
@@ -125,6 +127,8 @@ impl std::ops::BitOr for CtxOptions {
 /// destroys it (`shmem_ctx_destroy`).
 pub struct Ctx<'a> {
     rt: &'a Runtime,
+    /// The conduit context its operations name.
+    id: CtxId,
     team: Arc<TeamState>,
     options: CtxOptions,
     owner: Option<ThreadId>,
@@ -140,9 +144,10 @@ impl std::fmt::Debug for Ctx<'_> {
     }
 }
 
-fn new_ctx<'a>(rt: &'a Runtime, team: Arc<TeamState>, options: CtxOptions) -> Ctx<'a> {
+fn new_ctx<'a>(rt: &'a Runtime, team: Arc<TeamState>, options: CtxOptions, id: CtxId) -> Ctx<'a> {
     Ctx {
         rt,
+        id,
         team,
         options,
         owner: options
@@ -150,6 +155,11 @@ fn new_ctx<'a>(rt: &'a Runtime, team: Arc<TeamState>, options: CtxOptions) -> Ct
             .then(|| std::thread::current().id()),
         pending: AtomicBool::new(false),
     }
+}
+
+/// A new conduit context for a [`Ctx`].
+fn conduit_ctx(rt: &Runtime, call: &'static str) -> Result<CtxId> {
+    rt.conduit.ctx_create().map_err(|e| rt.err(call, e))
 }
 
 impl Shmem {
@@ -165,14 +175,15 @@ impl Shmem {
     /// ```
     pub fn create_ctx(&self, options: CtxOptions) -> Result<Ctx<'_>> {
         let rt = self.rt();
-        Ok(new_ctx(rt, rt.pool.world.clone(), options))
+        let id = conduit_ctx(rt, "shmem_ctx_create")?;
+        Ok(new_ctx(rt, rt.pool.world.clone(), options, id))
     }
 
     /// `SHMEM_CTX_DEFAULT`: a context with no options on the world team,
     /// through which the calls of [`SymVec`] also go.
     pub fn ctx_default(&self) -> Ctx<'_> {
         let rt = self.rt();
-        new_ctx(rt, rt.pool.world.clone(), CtxOptions::NONE)
+        new_ctx(rt, rt.pool.world.clone(), CtxOptions::NONE, CtxId::DEFAULT)
     }
 
     /// `shmem_query_thread`: the thread level provided at start-up.
@@ -200,7 +211,8 @@ impl Team<'_> {
                 reason: "the team was destroyed".to_string(),
             });
         }
-        Ok(new_ctx(self.rt, self.st.clone(), options))
+        let id = conduit_ctx(self.rt, "shmem_team_create_ctx")?;
+        Ok(new_ctx(self.rt, self.st.clone(), options, id))
     }
 }
 
@@ -287,7 +299,7 @@ impl Ctx<'_> {
         let off = dst.nbi_target(start, src.len(), w, CALL)?;
         self.rt
             .conduit
-            .put(w, off, bytes_of(src))
+            .put(self.id, w, off, bytes_of(src))
             .map_err(|e| self.rt.err(CALL, e))?;
         self.issued();
         Ok(())
@@ -313,7 +325,7 @@ impl Ctx<'_> {
         let off = src.nbi_target(start, dst.len(), w, CALL)?;
         self.rt
             .conduit
-            .get(w, off, bytes_of_mut(dst))
+            .get(self.id, w, off, bytes_of_mut(dst))
             .map_err(|e| self.rt.err(CALL, e))
     }
 
@@ -344,7 +356,15 @@ impl Ctx<'_> {
         let r = self
             .rt
             .conduit
-            .atomic(w, off, op, T::WIDTH, operand.to_bits(), compare.to_bits())
+            .atomic(
+                self.id,
+                w,
+                off,
+                op,
+                T::WIDTH,
+                operand.to_bits(),
+                compare.to_bits(),
+            )
             .map(T::from_bits)
             .map_err(|e| self.rt.err(call, e))?;
         if store {
@@ -479,7 +499,10 @@ impl Ctx<'_> {
         const CALL: &str = "shmem_ctx_quiet";
         self.check(CALL, self.team.me, false)?;
         if self.pending.swap(false, Ordering::AcqRel) {
-            self.rt.quiet(CALL)?;
+            self.rt
+                .conduit
+                .quiet(self.id)
+                .map_err(|e| self.rt.err(CALL, e))?;
         }
         Ok(())
     }
@@ -490,30 +513,41 @@ impl Ctx<'_> {
         const CALL: &str = "shmem_ctx_fence";
         self.check(CALL, self.team.me, false)?;
         if self.pending.load(Ordering::Acquire) {
-            self.rt.fence(CALL)?;
+            self.rt
+                .conduit
+                .fence(self.id)
+                .map_err(|e| self.rt.err(CALL, e))?;
         }
         Ok(())
     }
 
     /// `shmem_ctx_destroy`, reporting errors: quiet, then the context is
     /// gone. Dropping does the same and prints errors.
-    pub fn destroy(self) -> Result<()> {
-        let r = if self.pending.swap(false, Ordering::AcqRel) {
-            self.rt.quiet("shmem_ctx_destroy")
+    pub fn destroy(mut self) -> Result<()> {
+        self.finish()
+    }
+
+    /// Completes the context's operations and frees its conduit context
+    /// (the default context only quiets). Idempotent.
+    fn finish(&mut self) -> Result<()> {
+        const CALL: &str = "shmem_ctx_destroy";
+        let pending = self.pending.swap(false, Ordering::AcqRel);
+        let id = std::mem::replace(&mut self.id, CtxId::DEFAULT);
+        let r = if id != CtxId::DEFAULT {
+            self.rt.conduit.ctx_destroy(id)
+        } else if pending {
+            self.rt.conduit.quiet(id)
         } else {
             Ok(())
         };
-        drop(self);
-        r
+        r.map_err(|e| self.rt.err(CALL, e))
     }
 }
 
 impl Drop for Ctx<'_> {
     fn drop(&mut self) {
-        if self.pending.swap(false, Ordering::AcqRel) {
-            if let Err(e) = self.rt.quiet("shmem_ctx_destroy") {
-                conduits::report!("{e}");
-            }
+        if let Err(e) = self.finish() {
+            conduits::report!("{e}");
         }
     }
 }

@@ -31,7 +31,7 @@ use crate::error::Result;
 use crate::pod::Pod;
 use crate::runtime::Runtime;
 use crate::sym::SymVec;
-use conduits::Conduit;
+use conduits::prelude::*;
 use std::marker::PhantomData;
 
 /// Issues non-blocking calls whose buffers live for `'scope`; created by
@@ -62,9 +62,13 @@ impl<'scope> NbiScope<'scope, '_> {
         // which outlasts the quiet that `Shmem::nbi` performs before
         // returning; the conduit reads `size_of_val(src)` bytes of it.
         unsafe {
-            self.rt
-                .conduit
-                .put_nbi(pe, off, src.as_ptr().cast(), size_of_val(src))
+            self.rt.conduit.put_nbi(
+                CtxId::DEFAULT,
+                pe,
+                off,
+                src.as_ptr().cast(),
+                size_of_val(src),
+            )
         }
         .map_err(|e| self.rt.err(CALL, e))
     }
@@ -90,7 +94,7 @@ impl<'scope> NbiScope<'scope, '_> {
         unsafe {
             self.rt
                 .conduit
-                .get_nbi(pe, off, dst.as_mut_ptr().cast(), len)
+                .get_nbi(CtxId::DEFAULT, pe, off, dst.as_mut_ptr().cast(), len)
         }
         .map_err(|e| self.rt.err(CALL, e))
     }

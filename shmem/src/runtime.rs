@@ -49,8 +49,9 @@ use crate::error::{Result, ShmemError, call_code, call_name};
 use crate::pod::bytes_of_mut;
 use crate::static_data::{self, StaticData};
 use crate::team::{TeamConfig, TeamPool, TeamState};
+use conduits::prelude::*;
 use conduits::wait::Backoff;
-use conduits::{AmoOp, AmoWidth, AnyConduit, Conduit, ConduitError, JobEnv};
+use conduits::{AmoOp, AmoWidth, AnyConduit, ConduitError, JobEnv, SegmentRequest};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -117,10 +118,18 @@ pub(crate) struct StaticRegion {
 pub(crate) type Backend = AnyConduit;
 
 /// The runtime state of this process.
+// `repr(C)` keeps what every operation reads (the conduit, the PE numbers,
+// the heap bounds) together at the start, ahead of the large, cold
+// configuration: the compiler's own order once put them on four cache lines.
+#[repr(C)]
 pub struct Runtime {
     pub(crate) conduit: Backend,
     me: usize,
     n: usize,
+    /// `SHMEM_SYMMETRIC_SIZE` (read on every symmetric-address check).
+    heap_len: usize,
+    /// The symmetric static data (C ABI on a file-backed conduit).
+    pub(crate) statics: Option<StaticRegion>,
     config: Config,
     heap: Mutex<HeapAllocator>,
     /// The team slots; the world team's collectives serve barrier_all,
@@ -129,8 +138,6 @@ pub struct Runtime {
     thread_level: ThreadLevel,
     /// First active-set slot and how many there are (C ABI; 0 otherwise).
     pub(crate) active_sets: (usize, usize),
-    /// The symmetric static data (C ABI on a file-backed conduit).
-    pub(crate) statics: Option<StaticRegion>,
 }
 
 const UNINIT: u8 = 0;
@@ -282,7 +289,6 @@ impl Runtime {
             Err(FINALIZED) => return Err(ShmemError::Finalized),
             Err(_) => return Err(ShmemError::AlreadyInitialized),
         }
-        conduits::wait::set_timeout(config.wait_timeout);
         WARN_AT_EXIT.store(!opts.start_pes, Ordering::Relaxed);
         match Self::build(config, thread_level, opts) {
             Ok(rt) => {
@@ -338,7 +344,7 @@ impl Runtime {
                 (conduit, Some(statics))
             }
             None => {
-                let c = AnyConduit::attach(&job, segment_len)
+                let c = AnyConduit::attach(&job, SegmentRequest::Own(segment_len), &config.conduit)
                     .map_err(|e| ShmemError::conduit(me, "shmem_init", e))?;
                 (c, None)
             }
@@ -405,6 +411,7 @@ impl Runtime {
         let rt = Runtime {
             me,
             n,
+            heap_len,
             heap: Mutex::new(HeapAllocator::with_origin(heap_len, layout::HEAP)),
             pool,
             thread_level,
@@ -488,6 +495,10 @@ impl Runtime {
         }
         if self.me == 0 && c.info {
             print!("{}", c.info_table());
+            let what = self.conduit.describe();
+            if !what.is_empty() {
+                println!("fshmem {} conduit: {what}", self.conduit.kind());
+            }
         }
         if c.debug {
             conduits::report!(
@@ -610,7 +621,7 @@ impl Runtime {
         if addr >= heap
             && addr
                 .checked_add(len)
-                .is_some_and(|e| e <= heap + self.config.symmetric_size)
+                .is_some_and(|e| e <= heap + self.heap_len)
         {
             return Ok(addr - base);
         }
@@ -645,7 +656,7 @@ impl Runtime {
     pub(crate) fn sym_area_end(&self, off: usize) -> usize {
         match self.statics {
             Some(s) if off >= s.offset => s.offset + s.data.len,
-            _ => layout::HEAP + self.config.symmetric_size,
+            _ => layout::HEAP + self.heap_len,
         }
     }
 
@@ -785,13 +796,17 @@ impl Runtime {
     /// Waits until every operation this PE issued is complete.
     #[inline]
     pub(crate) fn quiet(&self, call: &'static str) -> Result<()> {
-        self.conduit.quiet().map_err(|e| self.err(call, e))
+        self.conduit
+            .quiet(CtxId::DEFAULT)
+            .map_err(|e| self.err(call, e))
     }
 
     /// Orders operations to each PE across the call.
     #[inline]
     pub(crate) fn fence(&self, call: &'static str) -> Result<()> {
-        self.conduit.fence().map_err(|e| self.err(call, e))
+        self.conduit
+            .fence(CtxId::DEFAULT)
+            .map_err(|e| self.err(call, e))
     }
 
     /// `shmem_barrier_all`: quiet, then [`Runtime::sync_all`].
@@ -906,7 +921,7 @@ impl Runtime {
         let tag = (h << 16) | (1 << 16) | ((self.me as u64 + 1) & 0xffff);
         let amo = |off, op, operand, compare| {
             self.conduit
-                .atomic(0, off, op, AmoWidth::W64, operand, compare)
+                .atomic(CtxId::DEFAULT, 0, off, op, AmoWidth::W64, operand, compare)
                 .map_err(|e| self.err(call, e))
         };
         let old = amo(alloc_tag(slot), AmoOp::CompareSwap, tag, 0)?;
@@ -927,7 +942,15 @@ impl Runtime {
         let slot = (s.step % 3) as usize;
         let report = self
             .conduit
-            .atomic(0, alloc_report(slot), AmoOp::Fetch, AmoWidth::W64, 0, 0)
+            .atomic(
+                CtxId::DEFAULT,
+                0,
+                alloc_report(slot),
+                AmoOp::Fetch,
+                AmoWidth::W64,
+                0,
+                0,
+            )
             .map_err(|e| self.err(call, e))?;
         if report == 0 {
             return Ok(());
@@ -937,7 +960,12 @@ impl Runtime {
         let mut recs = [[0u64; 4]; 2];
         for (pe, r) in [first, other].into_iter().zip(recs.iter_mut()) {
             self.conduit
-                .get(pe, alloc_record(slot), crate::pod::bytes_of_mut(&mut r[..]))
+                .get(
+                    CtxId::DEFAULT,
+                    pe,
+                    alloc_record(slot),
+                    crate::pod::bytes_of_mut(&mut r[..]),
+                )
                 .map_err(|e| self.err(call, e))?;
         }
         Err(ShmemError::NotSymmetric {
@@ -970,7 +998,12 @@ impl Runtime {
         self.sync_all(call)?;
         let mut pe0 = [0u64; 3];
         self.conduit
-            .get(0, layout::COLLECTIVE_CHECK, bytes_of_mut(&mut pe0))
+            .get(
+                CtxId::DEFAULT,
+                0,
+                layout::COLLECTIVE_CHECK,
+                bytes_of_mut(&mut pe0),
+            )
             .map_err(|e| self.err(call, e))?;
         self.sync_all(call)?;
         if pe0 == what {

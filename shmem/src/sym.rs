@@ -16,7 +16,8 @@ use crate::error::{Result, ShmemError};
 use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
 use crate::runtime::Runtime;
 use crate::wait::Cmp;
-use conduits::{AmoOp, Conduit, SignalOp};
+use conduits::prelude::*;
+use conduits::{AmoOp, SignalOp};
 use std::marker::PhantomData;
 
 /// A symmetric array of `len` elements of `T`, one copy on every PE.
@@ -280,7 +281,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
         let off = self.range(start, src.len(), CALL)?;
         self.rt
             .conduit
-            .put(pe, off, bytes_of(src))
+            .put(CtxId::DEFAULT, pe, off, bytes_of(src))
             .map_err(|e| self.rt.err(CALL, e))
     }
 
@@ -301,7 +302,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
         let off = self.range(start, dst.len(), CALL)?;
         self.rt
             .conduit
-            .get(pe, off, bytes_of_mut(dst))
+            .get(CtxId::DEFAULT, pe, off, bytes_of_mut(dst))
             .map_err(|e| self.rt.err(CALL, e))
     }
 
@@ -320,7 +321,12 @@ impl<'s, T: Pod> SymVec<'s, T> {
         let off = self.range(index, 1, CALL)?;
         self.rt
             .conduit
-            .put(pe, off, bytes_of(std::slice::from_ref(&value)))
+            .put(
+                CtxId::DEFAULT,
+                pe,
+                off,
+                bytes_of(std::slice::from_ref(&value)),
+            )
             .map_err(|e| self.rt.err(CALL, e))
     }
 
@@ -341,7 +347,12 @@ impl<'s, T: Pod> SymVec<'s, T> {
         let mut v: T = unsafe { std::mem::zeroed() };
         self.rt
             .conduit
-            .get(pe, off, bytes_of_mut(std::slice::from_mut(&mut v)))
+            .get(
+                CtxId::DEFAULT,
+                pe,
+                off,
+                bytes_of_mut(std::slice::from_mut(&mut v)),
+            )
             .map_err(|e| self.rt.err(CALL, e))?;
         Ok(v)
     }
@@ -395,7 +406,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
         let sig_off = sig.range(sig_index, 1, CALL)?;
         self.rt
             .conduit
-            .put_signal(pe, off, bytes_of(src), sig_off, op, value)
+            .put_signal(CtxId::DEFAULT, pe, off, bytes_of(src), sig_off, op, value)
             .map_err(|e| self.rt.err(CALL, e))
     }
 
@@ -475,7 +486,15 @@ impl<T: AmoElem> SymVec<'_, T> {
         let off = self.range(index, 1, call)?;
         self.rt
             .conduit
-            .atomic(pe, off, op, T::WIDTH, operand.to_bits(), compare.to_bits())
+            .atomic(
+                CtxId::DEFAULT,
+                pe,
+                off,
+                op,
+                T::WIDTH,
+                operand.to_bits(),
+                compare.to_bits(),
+            )
             .map(T::from_bits)
             .map_err(|e| self.rt.err(call, e))
     }

@@ -242,6 +242,49 @@ fn unknown_conduit_is_refused() {
 }
 
 #[test]
+fn a_bad_conduit_variable_is_an_error_naming_it() {
+    // Not silently smp: oshrun reads FSHMEM_CONDUIT when --conduit is not
+    // given, and refuses a value that names no conduit.
+    let out = run(
+        oshrun_cmd(&["-n", "2", "true"]).env("FSHMEM_CONDUIT", "tcp"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains("FSHMEM_CONDUIT=\"tcp\"")
+            && out.stderr.contains("smp, ipv6, fpga or ofi"),
+        "{out:?}"
+    );
+    // A good one is used: the PEs see it.
+    let out = run(
+        oshrun_cmd(&["-n", "1", "sh", "-c", "echo conduit=$FSHMEM_CONDUIT"])
+            .env("FSHMEM_CONDUIT", "smp"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert!(out.stdout.contains("conduit=smp"), "{out:?}");
+}
+
+#[test]
+fn a_bad_conduit_setting_stops_the_job_before_it_starts() {
+    for (var, bad) in [
+        ("FSHMEM_PEER_TIMEOUT", "soon"),
+        ("FSHMEM_IPV6_IMPAIR", "loss=90"),
+        ("FSHMEM_FPGA_WINDOW", "big"),
+    ] {
+        let out = run(
+            oshrun_cmd(&["-n", "2", "true"]).env(var, bad),
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.code(), Some(2), "{var}: {out:?}");
+        assert!(
+            out.stderr.contains(&format!("{var}={bad:?} is not valid")),
+            "{var}: {out:?}"
+        );
+    }
+}
+
+#[test]
 fn help_explains_every_option_and_variable() {
     let out = oshrun(&["--help"]);
     assert_eq!(out.code(), Some(0), "{out:?}");

@@ -154,21 +154,20 @@ pub fn launcher_rank_size(
     Ok(None)
 }
 
-/// Builds the bootstrap for PE `rank` of `size` from the environment read
-/// through `get`: the rendezvous when `FSHMEM_BOOTSTRAP` is set, PMI-1
-/// when `PMI_FD` is, PMIx when `PMIX_NAMESPACE` and `PMIX_RANK` are,
-/// nothing for a singleton; otherwise an error saying what to set.
+/// Builds the bootstrap for PE `rank` of `size` from the launcher's
+/// environment read through `get`: the rendezvous when `FSHMEM_BOOTSTRAP`
+/// is set (joined within the `FSHMEM_BOOTSTRAP_TIMEOUT` setting), PMI-1
+/// when `PMI_FD` is, PMIx (the `FSHMEM_PMIX_LIBRARY` setting names the
+/// library) when `PMIX_NAMESPACE` and `PMIX_RANK` are, nothing for a
+/// singleton; otherwise an error saying what to set.
 pub fn from_env(
     rank: usize,
     size: usize,
     get: impl Fn(&str) -> Option<String>,
+    settings: &crate::Settings,
 ) -> Result<Box<dyn Bootstrap>> {
     if let Some(addr) = get("FSHMEM_BOOTSTRAP") {
-        let timeout = match get("FSHMEM_BOOTSTRAP_TIMEOUT") {
-            Some(v) => crate::ipv6::parse_duration("FSHMEM_BOOTSTRAP_TIMEOUT", &v)?,
-            None => rendezvous::DEFAULT_TIMEOUT,
-        };
-        let c = rendezvous::Client::join(&addr, rank, size, timeout)?;
+        let c = rendezvous::Client::join(&addr, rank, size, settings.bootstrap_timeout)?;
         return Ok(Box::new(c));
     }
     if get("PMI_FD").is_some() {
@@ -183,7 +182,8 @@ pub fn from_env(
         return Ok(Box::new(p));
     }
     if pmix::launched(&get) {
-        let p = pmix::Pmix::init(get("FSHMEM_PMIX_LIBRARY").as_deref())?;
+        let library = settings.pmix_library.as_deref().and_then(|p| p.to_str());
+        let p = pmix::Pmix::init(library)?;
         if p.rank() != rank || p.size() != size {
             return Err(ConduitError::Bootstrap(format!(
                 "PMIx says rank {} of {}, the job environment rank {rank} of {size}",

@@ -8,8 +8,8 @@
 //! directory whose `bar0` and `bar2` files play the same roles.
 //!
 //! [`find_boards`] scans `/sys/bus/pci/devices/*/{vendor,device}` for the
-//! board's PCI ids; [`Device::from_env`] honours `FSHMEM_FPGA_DEVICE`
-//! (a devsim directory or a PCI address such as `0000:3b:00.0`).
+//! board's PCI ids; [`Device::choose`] honours the `FSHMEM_FPGA_DEVICE`
+//! setting (a devsim directory or a PCI address such as `0000:3b:00.0`).
 //! [`Board::open`] maps both BARs and refuses, with an error naming what it
 //! found, a board whose `MAGIC` or major `VERSION` differ from this build's.
 
@@ -38,11 +38,11 @@ pub enum Device {
 }
 
 impl Device {
-    /// The device `FSHMEM_FPGA_DEVICE` names, or else the `index`-th board
-    /// found on the PCI bus.
-    pub fn from_env(index: usize) -> Result<Device> {
-        match std::env::var_os("FSHMEM_FPGA_DEVICE") {
-            Some(v) => Ok(Device::parse(Path::new(&v))),
+    /// The device `named` (the `FSHMEM_FPGA_DEVICE` setting), or else the
+    /// `index`-th board found on the PCI bus.
+    pub fn choose(named: Option<&Path>, index: usize) -> Result<Device> {
+        match named {
+            Some(v) => Ok(Device::parse(v)),
             None => {
                 let boards = find_boards(Path::new(SYSFS_PCI));
                 boards.get(index).cloned().ok_or_else(|| {

@@ -1,8 +1,12 @@
 //! Starting and stopping a job's devsim boards.
 //!
 //! `oshrun --conduit fpga -n N` calls [`Boards::start`], which runs one
-//! *keeper* process (`devsim launch`); the keeper starts N board processes
-//! (`devsim board`), one per node, each in its directory
+//! *keeper* process (`devsim launch`) with the board settings as flags
+//! (`--window`, `--peer-timeout`, `--impair`, `--fault`, from the
+//! `FSHMEM_FPGA_WINDOW`, `FSHMEM_PEER_TIMEOUT`, `FSHMEM_DEVSIM_IMPAIR` and
+//! `FSHMEM_DEVSIM_FAULT` settings: devsim reads no environment); the keeper
+//! starts N board processes (`devsim board`), one per node, with the same
+//! flags, each in its directory
 //! `/dev/shm/fshmem-<job>-board<n>/` (`bar0`, `bar2`, `ports`, `pid`,
 //! `ready`). It collects every board's two UDP ports into the job-wide
 //! table, writes it to each board (`peers`), waits until every board is
@@ -18,6 +22,8 @@
 use super::devsim::compute::GemmCore;
 use super::devsim::link::ReliableLink;
 use super::devsim::{BoardModel, DEFAULT_WINDOW, Fault};
+use crate::Settings;
+use gasnet_core::config::{ConfigValue, format_duration, format_size};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -56,16 +62,35 @@ pub fn remove_job_boards(job: &str) -> usize {
         .count()
 }
 
-/// The devsim executable: `FSHMEM_DEVSIM`, else `devsim` next to this
-/// program.
-pub fn devsim_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("FSHMEM_DEVSIM") {
-        return PathBuf::from(p);
+/// The devsim executable: the `FSHMEM_DEVSIM` setting, else `devsim` next
+/// to this program, else `devsim` on `PATH`.
+pub fn devsim_path(settings: &Settings) -> PathBuf {
+    if let Some(p) = &settings.devsim {
+        return p.clone();
     }
     std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(|d| d.join("devsim")))
+        .filter(|p| p.is_file())
         .unwrap_or_else(|| PathBuf::from("devsim"))
+}
+
+/// The flags that carry the board settings to `devsim launch` and
+/// `devsim board`.
+pub fn board_flags(settings: &Settings) -> Vec<String> {
+    let mut v = vec![
+        "--window".to_string(),
+        format_size(settings.fpga_window),
+        "--peer-timeout".to_string(),
+        format_duration(settings.peer_timeout),
+        "--fault".to_string(),
+        settings.devsim_fault.clone(),
+    ];
+    if let Some(f) = settings.devsim_impair {
+        v.push("--impair".to_string());
+        v.push(f.show_value());
+    }
+    v
 }
 
 /// A running set of boards (the keeper process).
@@ -92,13 +117,14 @@ fn child_setup(sig: libc::c_int) {
 }
 
 impl Boards {
-    /// Starts `n` devsim boards for job `job` and waits until they are
-    /// ready. The DDR window is `FSHMEM_FPGA_WINDOW` bytes if set.
-    pub fn start(job: &str, n: usize) -> Result<Boards, String> {
+    /// Starts `n` devsim boards for job `job`, configured by `settings`
+    /// ([`board_flags`]), and waits until they are ready.
+    pub fn start(job: &str, n: usize, settings: &Settings) -> Result<Boards, String> {
         remove_job_boards(job);
-        let exe = devsim_path();
+        let exe = devsim_path(settings);
         let mut cmd = Command::new(&exe);
         cmd.args(["launch", "--job", job, "--nodes", &n.to_string()])
+            .args(board_flags(settings))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -109,9 +135,13 @@ impl Boards {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            format!(
+                "cannot start the devsim board simulator {}: {e} (build it with `cargo build \
+                 --release -p devsim`, or name it with FSHMEM_DEVSIM)",
+                exe.display()
+            )
+        })?;
         let stdin = child.stdin.take();
         let out = child.stdout.take().ok_or("no keeper stdout")?;
         let (tx, lines) = mpsc::channel();
@@ -225,25 +255,11 @@ fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
         .map(|s| s.as_str())
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, mul) = match s.chars().last() {
-        Some('K' | 'k') => (&s[..s.len() - 1], 1u64 << 10),
-        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
-        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|v| v.checked_mul(mul))
-        .ok_or_else(|| format!("{s:?} is not a size (e.g. 1G, 256M)"))
-}
-
-fn window_from_env() -> Result<u64, String> {
-    match std::env::var("FSHMEM_FPGA_WINDOW") {
-        Ok(v) => parse_size(&v).map_err(|e| format!("FSHMEM_FPGA_WINDOW: {e}")),
-        Err(_) => Ok(DEFAULT_WINDOW),
-    }
+/// Parses flag `name`'s value with `T`'s configuration syntax.
+fn parse_flag<T: ConfigValue>(args: &[String], name: &str) -> Result<Option<T>, String> {
+    flag(args, name)
+        .map(|v| T::parse_value(v.trim()).map_err(|e| format!("{name} {v:?}: expected {e}")))
+        .transpose()
 }
 
 fn wait_file(path: &Path, timeout: Duration) -> Result<String, String> {
@@ -287,29 +303,15 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
         .parse()
         .map_err(|_| "--nodes takes a count")?;
     let window = match flag(args, "--window") {
-        Some(w) => parse_size(w)?,
-        None => window_from_env()?,
+        Some(w) => gasnet_core::config::parse_size(w)
+            .map_err(|e| format!("--window {w:?}: expected {e}"))? as u64,
+        None => DEFAULT_WINDOW,
     };
-    let fault: Fault = match flag(args, "--fault") {
-        Some(f) => f.parse()?,
-        None => std::env::var("FSHMEM_DEVSIM_FAULT")
-            .unwrap_or_default()
-            .parse()?,
-    };
+    let fault: Fault = flag(args, "--fault").unwrap_or("none").parse()?;
+    let peer_timeout =
+        parse_flag::<Duration>(args, "--peer-timeout")?.unwrap_or(Duration::from_secs(10));
+    let impair = parse_flag::<gasnet_core::impair::Impair>(args, "--impair")?;
     let result = (|| -> Result<(), String> {
-        let peer_timeout = match std::env::var("FSHMEM_PEER_TIMEOUT") {
-            Ok(v) => {
-                crate::ipv6::parse_duration("FSHMEM_PEER_TIMEOUT", &v).map_err(|e| e.to_string())?
-            }
-            Err(_) => crate::ipv6::DEFAULT_PEER_TIMEOUT,
-        };
-        let impair = match std::env::var("FSHMEM_DEVSIM_IMPAIR") {
-            Ok(v) => Some(
-                crate::ipv6::parse_impair_var("FSHMEM_DEVSIM_IMPAIR", &v)
-                    .map_err(|e| e.to_string())?,
-            ),
-            Err(_) => None,
-        };
         let mut link = ReliableLink::bind(node, peer_timeout, impair)
             .map_err(|e| format!("cannot bind link ports: {e}"))?;
         let ports = link.local_ports().map_err(|e| e.to_string())?;
@@ -375,6 +377,13 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dirs: Vec<PathBuf> = (0..nodes).map(|n| board_dir(&job, n)).collect();
+    // The board settings go to every board unchanged.
+    let mut passed = Vec::new();
+    for name in ["--window", "--peer-timeout", "--impair", "--fault"] {
+        if let Some(v) = flag(args, name) {
+            passed.extend([name.to_string(), v.to_string()]);
+        }
+    }
     let mut children: Vec<Child> = Vec::new();
     let result = (|| -> Result<(), String> {
         for (n, d) in dirs.iter().enumerate() {
@@ -383,6 +392,7 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
                 .arg("--dir")
                 .arg(d)
                 .args(["--node", &n.to_string(), "--nodes", &nodes.to_string()])
+                .args(&passed)
                 .stdin(Stdio::null());
             // SAFETY: the closure only makes async-signal-safe system calls.
             unsafe {

@@ -39,6 +39,18 @@
 //! segment short-circuit through the window, except atomics, which go
 //! through the board so that they are atomic with respect to remote ones.
 //!
+//! # Contexts
+//!
+//! Every command carries the `COMPLETION` flag and its tag maps to the
+//! context ([`CtxId`]) that issued it; the host counts each context's
+//! outstanding commands. `quiet` on a context waits until its count is
+//! zero (a Put completes when the target acknowledged every byte, an
+//! atomic when it was applied, `spec/registers.md` §7.5, §7.7), so it
+//! returns while another context still waits for a slow target. A board
+//! has one command queue: `fence` is a Fence descriptor, which orders
+//! every context's later commands after every earlier one (stronger than
+//! the contract asks, never weaker).
+//!
 //! # Active messages
 //!
 //! Requests and replies are AM descriptors (Medium/Long payloads staged);
@@ -78,10 +90,14 @@ pub mod devsim;
 pub mod launch;
 pub mod queue;
 
+use crate::contract::{
+    ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
+    SignalOp,
+};
 use crate::error::{ConduitError, Result, check_pe, check_range, check_word, root_of};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
+use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use bar::{Board, Device};
 use gasnet_core::cmd::{
     self, AmBody, Args, Common, Completion, Descriptor, Inline, Local, MAX_INLINE, RxEntry, ctrl,
@@ -95,8 +111,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-/// Largest contribution to [`Conduit::exchange`].
+/// Largest contribution to [`JobBootstrap::exchange`].
 pub const EXCHANGE_MAX: usize = 1024;
+/// Contexts a PE can have at once, the default one included.
+pub const MAX_CONTEXTS: usize = 1024;
 /// Bytes of the staging ring.
 pub const STAGE_BYTES: u64 = 4 << 20;
 /// Largest piece one staged put or get moves.
@@ -237,18 +255,52 @@ enum Waiter {
     },
     /// Keep the completion for a blocking caller.
     Keep,
+    /// Nothing but counting it for its context's quiet.
+    Count,
+}
+
+/// One context's bookkeeping.
+#[derive(Debug, Default)]
+struct CtxState {
+    /// Created and not destroyed (the default context always is).
+    live: bool,
+    /// Commands of it whose completion has not arrived.
+    outstanding: u64,
+    /// The first error of its commands since its last quiet (blocking
+    /// callers get theirs directly).
+    error: Option<ConduitError>,
 }
 
 #[derive(Debug)]
 struct Host {
     rings: Rings,
     next_tag: u32,
-    waiting: HashMap<u32, Waiter>,
+    /// Each tagged command's context and what its completion is for.
+    waiting: HashMap<u32, (u32, Waiter)>,
+    ctxs: Vec<CtxState>,
     done: HashMap<u32, Completion>,
     stage: Stage,
-    error: Option<ConduitError>,
-    /// Something was issued since the last quiet.
+    /// Something was issued since the last fence.
     dirty: bool,
+}
+
+impl Host {
+    /// The state of context `ctx`, if it exists.
+    fn ctx(&mut self, ctx: CtxId) -> Result<&mut CtxState> {
+        match self.ctxs.get_mut(ctx.index()) {
+            Some(c) if c.live => Ok(c),
+            _ => Err(ConduitError::NoContext { ctx: ctx.0 }),
+        }
+    }
+
+    /// Registers tagged command `tag` of `ctx`, to be handled by `w` when
+    /// its completion arrives.
+    fn expect(&mut self, ctx: CtxId, tag: u32, w: Waiter) {
+        if let Some(c) = self.ctxs.get_mut(ctx.index()) {
+            c.outstanding += 1;
+        }
+        self.waiting.insert(tag, (ctx.0, w));
+    }
 }
 
 /// One received active message, copied out of the receive queue.
@@ -398,18 +450,6 @@ fn status_error(pe: usize, c: &Completion) -> ConduitError {
 }
 
 impl FpgaConduit {
-    /// Attaches PE `job.rank` to the board `FSHMEM_FPGA_DEVICE` names (or
-    /// the `rank`-th board on the PCI bus) with a `segment_len`-byte
-    /// segment. Collective: ends with a barrier over the job.
-    pub fn attach(job: &JobEnv, segment_len: usize) -> Result<FpgaConduit> {
-        let device = Device::from_env(job.rank)?;
-        let c = FpgaConduit::open(device, job.rank, job.size, segment_len)?;
-        c.health_check()?;
-        c.barrier()?;
-        c.learn_peers()?;
-        Ok(c)
-    }
-
     /// Exchanges what the liveness check needs: every PE's process id,
     /// its board's (devsim) and board directory, and its host name (pids
     /// are only checked between PEs on one host). Collective.
@@ -533,9 +573,12 @@ impl FpgaConduit {
                 rings,
                 next_tag: 0,
                 waiting: HashMap::new(),
+                ctxs: vec![CtxState {
+                    live: true,
+                    ..CtxState::default()
+                }],
                 done: HashMap::new(),
                 stage: Stage::new(layout.stage, STAGE_BYTES),
-                error: None,
                 dirty: false,
             }),
             board,
@@ -568,6 +611,13 @@ impl FpgaConduit {
         self.reap(&mut h)
     }
 
+    /// Commands of context `ctx` whose completion has not arrived yet.
+    pub fn outstanding(&self, ctx: CtxId) -> Result<u64> {
+        let mut h = self.lock();
+        self.reap(&mut h);
+        Ok(h.ctx(ctx)?.outstanding)
+    }
+
     /// The segment layout in use.
     pub fn layout(&self) -> Layout {
         self.layout
@@ -589,13 +639,18 @@ impl FpgaConduit {
 
     /// Handles one completion.
     fn settle(&self, h: &mut Host, c: Completion) {
-        let w = h.waiting.remove(&c.tag);
-        if !c.status.is_ok() && h.error.is_none() && !matches!(w, Some(Waiter::Keep)) {
-            h.error = Some(status_error(c.target as usize, &c));
+        let Some((ctx, w)) = h.waiting.remove(&c.tag) else {
+            return;
+        };
+        if let Some(st) = h.ctxs.get_mut(ctx as usize) {
+            st.outstanding = st.outstanding.saturating_sub(1);
+            if !c.status.is_ok() && st.error.is_none() && !matches!(w, Waiter::Keep) {
+                st.error = Some(status_error(c.target as usize, &c));
+            }
         }
         match w {
-            Some(Waiter::Free(id)) => h.stage.free(id),
-            Some(Waiter::CopyOut { id, from, dst, len }) => {
+            Waiter::Free(id) => h.stage.free(id),
+            Waiter::CopyOut { id, from, dst, len } => {
                 if c.status.is_ok() {
                     // SAFETY: `from..from+len` is a staging allocation in the
                     // window; `dst` is valid for `len` bytes until the quiet
@@ -605,10 +660,10 @@ impl FpgaConduit {
                 }
                 h.stage.free(id);
             }
-            Some(Waiter::Keep) => {
+            Waiter::Keep => {
                 h.done.insert(c.tag, c);
             }
-            None => {}
+            Waiter::Count => {}
         }
     }
 
@@ -620,10 +675,13 @@ impl FpgaConduit {
             match r {
                 Ok(c) => self.settle(h, c),
                 Err(e) => {
-                    h.error.get_or_insert(ConduitError::PeerFailed {
-                        pe: self.rank,
-                        reason: format!("board wrote a malformed completion: {e}"),
-                    });
+                    // Its tag is unknown: every context learns of it.
+                    for st in h.ctxs.iter_mut().filter(|c| c.live) {
+                        st.error.get_or_insert(ConduitError::PeerFailed {
+                            pe: self.rank,
+                            reason: format!("board wrote a malformed completion: {e}"),
+                        });
+                    }
                 }
             }
         }
@@ -657,8 +715,7 @@ impl FpgaConduit {
     fn slow_checks(&self) -> Result<()> {
         let exit = self.load64(self.layout.exit_word());
         if exit != 0 {
-            crate::wait::note_job_exit();
-            crate::wait::exit_for_job((exit & 0xFF) as i32);
+            crate::wait::exit_job((exit & 0xFF) as i32);
         }
         let bar0 = &self.board.bar0;
         if bar0.read32(regs::ERR_STATUS) & err::PEER_TIMEOUT != 0 {
@@ -807,29 +864,39 @@ impl FpgaConduit {
         }
     }
 
-    /// Puts `len` bytes at `src` to segment offset `offset` of `pe` (no
-    /// range check: internal areas are beyond the symmetric segment).
-    fn raw_put(&self, pe: usize, offset: u64, src: *const u8, len: usize) -> Result<()> {
+    /// Puts `len` bytes at `src` to segment offset `offset` of `pe` on
+    /// context `ctx` (no range check: internal areas are beyond the
+    /// symmetric segment).
+    fn raw_put(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: u64,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        let mut h = self.lock();
+        h.ctx(ctx)?;
         if pe == self.rank {
+            drop(h);
             // SAFETY: the destination lies in this PE's segment (callers
             // checked the range); `src` is valid for `len` bytes (caller).
             unsafe { std::ptr::copy(src, self.win(offset), len) };
             return Ok(());
         }
-        let mut h = self.lock();
         if len <= MAX_INLINE {
             // SAFETY: `src` is valid for `len` bytes (caller).
             let data = unsafe { std::slice::from_raw_parts(src, len) };
+            let inline = Inline::new(data)
+                .map_err(|_| ConduitError::Unsupported("inline put longer than 32 bytes"))?;
             let tag = Self::fresh_tag(&mut h);
-            let d =
-                Descriptor::Put {
-                    common: Self::common(tag, false),
-                    target: pe as NodeId,
-                    remote: offset,
-                    source: cmd::PutSource::Inline(Inline::new(data).map_err(|_| {
-                        ConduitError::Unsupported("inline put longer than 32 bytes")
-                    })?),
-                };
+            h.expect(ctx, tag, Waiter::Count);
+            let d = Descriptor::Put {
+                common: Self::common(tag, true),
+                target: pe as NodeId,
+                remote: offset,
+                source: cmd::PutSource::Inline(inline),
+            };
             return self.submit(&mut h, &d);
         }
         let mut at = 0;
@@ -840,7 +907,7 @@ impl FpgaConduit {
             // ours until its put completes.
             unsafe { std::ptr::copy_nonoverlapping(src.add(at), self.win(st), n) };
             let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Free(id));
+            h.expect(ctx, tag, Waiter::Free(id));
             let d = Descriptor::Put {
                 common: Self::common(tag, true),
                 target: pe as NodeId,
@@ -856,22 +923,33 @@ impl FpgaConduit {
         Ok(())
     }
 
-    /// Starts gets of `len` bytes into `dst`; returns their tags.
-    fn raw_get(&self, pe: usize, offset: u64, dst: *mut u8, len: usize) -> Result<Vec<u32>> {
+    /// Starts gets of `len` bytes into `dst` on context `ctx`; returns
+    /// their tags.
+    fn raw_get(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: u64,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<Vec<u32>> {
+        let mut h = self.lock();
+        h.ctx(ctx)?;
         if pe == self.rank {
+            drop(h);
             // SAFETY: the source lies in this PE's segment (range checked by
             // callers); `dst` is valid for `len` bytes (caller).
             unsafe { std::ptr::copy(self.win(offset), dst, len) };
             return Ok(Vec::new());
         }
-        let mut h = self.lock();
         let mut tags = Vec::new();
         let mut at = 0;
         while at < len {
             let n = (len - at).min(CHUNK);
             let (id, st) = self.stage(&mut h, n)?;
             let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(
+            h.expect(
+                ctx,
                 tag,
                 Waiter::CopyOut {
                     id,
@@ -894,15 +972,16 @@ impl FpgaConduit {
         Ok(tags)
     }
 
-    /// Waits until none of `tags` is outstanding.
-    fn wait_tags(&self, tags: &[u32]) -> Result<()> {
+    /// Waits until none of `tags` (commands of `ctx`) is outstanding;
+    /// reports the first error of `ctx`.
+    fn wait_tags(&self, ctx: CtxId, tags: &[u32]) -> Result<()> {
         let mut b = Backoff::new();
         loop {
             {
                 let mut h = self.lock();
                 self.reap(&mut h);
                 if !tags.iter().any(|t| h.waiting.contains_key(t)) {
-                    return match h.error.take() {
+                    return match h.ctx(ctx)?.error.take() {
                         Some(e) => Err(e),
                         None => Ok(()),
                     };
@@ -914,10 +993,11 @@ impl FpgaConduit {
         }
     }
 
-    /// An atomic without range checks (internal areas).
+    /// An atomic on context `ctx` without range checks (internal areas).
     #[allow(clippy::too_many_arguments)]
     fn raw_atomic(
         &self,
+        ctx: CtxId,
         pe: usize,
         offset: u64,
         op: AmoOp,
@@ -929,14 +1009,13 @@ impl FpgaConduit {
         let fetch = op.fetches();
         let tag = {
             let mut h = self.lock();
+            h.ctx(ctx)?;
             let tag = Self::fresh_tag(&mut h);
-            if fetch {
-                h.waiting.insert(tag, Waiter::Keep);
-            }
+            h.expect(ctx, tag, if fetch { Waiter::Keep } else { Waiter::Count });
             let d = Descriptor::Amo {
                 common: Common {
                     tag,
-                    completion: fetch,
+                    completion: true,
                     fence_before,
                 },
                 target: pe as NodeId,
@@ -961,6 +1040,31 @@ impl FpgaConduit {
             return Err(status_error(pe, &c));
         }
         Ok(c.value)
+    }
+
+    /// Waits until context `ctx` has no outstanding command; reports its
+    /// first error since the last quiet.
+    fn quiet_ctx(&self, ctx: CtxId) -> Result<()> {
+        let mut b = Backoff::new();
+        loop {
+            {
+                let mut h = self.lock();
+                self.reap(&mut h);
+                let c = h.ctx(ctx)?;
+                if c.outstanding == 0 {
+                    return match c.error.take() {
+                        Some(e) => Err(e),
+                        None => Ok(()),
+                    };
+                }
+            }
+            self.step_wait(&mut b, || {
+                let n = self.lock().ctx(ctx).map_or(0, |c| c.outstanding);
+                format!(
+                    "{n} commands of {ctx} to complete in quiet (acknowledged by their targets)"
+                )
+            })?;
+        }
     }
 
     fn load64(&self, off: u64) -> u64 {
@@ -996,7 +1100,7 @@ impl FpgaConduit {
                 unsafe {
                     std::ptr::copy_nonoverlapping(payload.as_ptr(), self.win(st), payload.len())
                 };
-                h.waiting.insert(tag, Waiter::Free(id));
+                h.expect(CtxId::DEFAULT, tag, Waiter::Free(id));
                 let local = Local::Segment(st);
                 let len = payload.len() as u32;
                 if category == Category::Long {
@@ -1116,29 +1220,6 @@ impl FpgaConduit {
         self.dispatching.store(false, Ordering::Release);
     }
 
-    /// Registers a system handler (`1..FIRST_USER`) for the runtime layers.
-    pub fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-        self.handlers
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .register_system(index, f)?;
-        Ok(())
-    }
-
-    /// Leaves the job: quiet and a barrier. Collective; idempotent.
-    pub fn finalize(&self) -> Result<()> {
-        if self.finalized.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        self.quiet()?;
-        self.barrier()?;
-        // From now on this PE's exit is not a failure for the others.
-        if let Device::Devsim(d) = &self.board.device {
-            let _ = std::fs::write(d.join(FINALIZED_MARK), b"finalized\n");
-        }
-        Ok(())
-    }
-
     /// The attach health check: a loopback of a known pattern through
     /// every memory path; a failure names the path.
     pub fn health_check(&self) -> Result<()> {
@@ -1160,7 +1241,7 @@ impl FpgaConduit {
         let tag = {
             let mut h = self.lock();
             let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Keep);
+            h.expect(CtxId::DEFAULT, tag, Waiter::Keep);
             let d = Descriptor::Get {
                 common: Self::common(tag, true),
                 target: me as NodeId,
@@ -1189,7 +1270,7 @@ impl FpgaConduit {
         let tag = {
             let mut h = self.lock();
             let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Keep);
+            h.expect(CtxId::DEFAULT, tag, Waiter::Keep);
             let d = Descriptor::Put {
                 common: Self::common(tag, true),
                 target: me as NodeId,
@@ -1217,7 +1298,7 @@ impl FpgaConduit {
         let tag = {
             let mut h = self.lock();
             let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Keep);
+            h.expect(CtxId::DEFAULT, tag, Waiter::Keep);
             let d = Descriptor::Put {
                 common: Self::common(tag, true),
                 target: me as NodeId,
@@ -1247,7 +1328,16 @@ impl FpgaConduit {
         let v0 = 0x0123_4567_89AB_CDEFu64;
         // SAFETY: an aligned word of the health area.
         unsafe { AtomicU64::from_ptr(self.win(word).cast()).store(v0, Ordering::Release) };
-        let old = self.raw_atomic(me, word, AmoOp::FetchAdd, AmoWidth::W64, 5, 0, false)?;
+        let old = self.raw_atomic(
+            CtxId::DEFAULT,
+            me,
+            word,
+            AmoOp::FetchAdd,
+            AmoWidth::W64,
+            5,
+            0,
+            false,
+        )?;
         let now = self.load64(word);
         if old != v0 || now != v0.wrapping_add(5) {
             return fail(
@@ -1307,7 +1397,7 @@ impl ReplySink for Replier<'_> {
     }
 }
 
-impl Conduit for FpgaConduit {
+impl Segments for FpgaConduit {
     fn rank(&self) -> usize {
         self.rank
     }
@@ -1342,31 +1432,75 @@ impl Conduit for FpgaConduit {
             len: self.layout.segment_len as usize,
         })
     }
+}
+
+impl Rma for FpgaConduit {
+    fn ctx_create(&self) -> Result<CtxId> {
+        let mut h = self.lock();
+        if let Some(i) = h.ctxs.iter().skip(1).position(|c| !c.live) {
+            h.ctxs[i + 1].live = true;
+            return Ok(CtxId(i as u32 + 1));
+        }
+        if h.ctxs.len() >= MAX_CONTEXTS {
+            return Err(ConduitError::ContextLimit { max: MAX_CONTEXTS });
+        }
+        h.ctxs.push(CtxState {
+            live: true,
+            ..CtxState::default()
+        });
+        Ok(CtxId(h.ctxs.len() as u32 - 1))
+    }
+
+    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+        if ctx == CtxId::DEFAULT {
+            return Err(ConduitError::NoContext { ctx: ctx.0 });
+        }
+        let r = self.quiet_ctx(ctx);
+        let mut h = self.lock();
+        let c = h.ctx(ctx)?;
+        *c = CtxState::default();
+        r
+    }
 
     #[inline]
-    fn put(&self, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+    fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len())?;
-        self.raw_put(pe, offset as u64, src.as_ptr(), src.len())
+        self.raw_put(ctx, pe, offset as u64, src.as_ptr(), src.len())
     }
 
-    unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+    unsafe fn put_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len())?;
-        self.raw_put(pe, offset as u64, src, len)
+        self.raw_put(ctx, pe, offset as u64, src, len)
     }
 
-    fn get(&self, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+    fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
         check_range(pe, self.size, offset, dst.len(), self.segment_len())?;
-        let tags = self.raw_get(pe, offset as u64, dst.as_mut_ptr(), dst.len())?;
-        self.wait_tags(&tags)
+        let tags = self.raw_get(ctx, pe, offset as u64, dst.as_mut_ptr(), dst.len())?;
+        self.wait_tags(ctx, &tags)
     }
 
-    unsafe fn get_nbi(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+    unsafe fn get_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len())?;
-        self.raw_get(pe, offset as u64, dst, len).map(|_| ())
+        self.raw_get(ctx, pe, offset as u64, dst, len).map(|_| ())
     }
 
     fn atomic(
         &self,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         op: AmoOp,
@@ -1375,11 +1509,12 @@ impl Conduit for FpgaConduit {
         compare: u64,
     ) -> Result<u64> {
         check_word(pe, self.size, offset, width.bytes(), self.segment_len())?;
-        self.raw_atomic(pe, offset as u64, op, width, operand, compare, false)
+        self.raw_atomic(ctx, pe, offset as u64, op, width, operand, compare, false)
     }
 
     fn put_signal(
         &self,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         src: &[u8],
@@ -1389,17 +1524,27 @@ impl Conduit for FpgaConduit {
     ) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len())?;
         check_word(pe, self.size, sig_offset, 8, self.segment_len())?;
-        self.raw_put(pe, offset as u64, src.as_ptr(), src.len())?;
+        self.raw_put(ctx, pe, offset as u64, src.as_ptr(), src.len())?;
         let op = match sig_op {
             SignalOp::Set => AmoOp::Set,
             SignalOp::Add => AmoOp::Add,
         };
-        self.raw_atomic(pe, sig_offset as u64, op, AmoWidth::W64, sig_value, 0, true)
-            .map(|_| ())
+        self.raw_atomic(
+            ctx,
+            pe,
+            sig_offset as u64,
+            op,
+            AmoWidth::W64,
+            sig_value,
+            0,
+            true,
+        )
+        .map(|_| ())
     }
 
-    fn fence(&self) -> Result<()> {
+    fn fence(&self, ctx: CtxId) -> Result<()> {
         let mut h = self.lock();
+        h.ctx(ctx)?;
         if !h.dirty {
             return Ok(());
         }
@@ -1407,36 +1552,17 @@ impl Conduit for FpgaConduit {
         let d = Descriptor::Fence {
             common: Self::common(tag, false),
         };
-        self.submit(&mut h, &d)
-    }
-
-    fn quiet(&self) -> Result<()> {
-        let tag = {
-            let mut h = self.lock();
-            if !h.dirty && h.waiting.is_empty() {
-                return match h.error.take() {
-                    Some(e) => Err(e),
-                    None => Ok(()),
-                };
-            }
-            let tag = Self::fresh_tag(&mut h);
-            h.waiting.insert(tag, Waiter::Keep);
-            let d = Descriptor::Fence {
-                common: Self::common(tag, true),
-            };
-            self.submit(&mut h, &d)?;
-            tag
-        };
-        self.wait_tag(tag)?;
-        let mut h = self.lock();
-        self.reap(&mut h);
+        self.submit(&mut h, &d)?;
         h.dirty = false;
-        match h.error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
+    fn quiet(&self, ctx: CtxId) -> Result<()> {
+        self.quiet_ctx(ctx)
+    }
+}
+
+impl ActiveMessages for FpgaConduit {
     fn am_request(
         &self,
         pe: usize,
@@ -1469,6 +1595,14 @@ impl Conduit for FpgaConduit {
         Ok(())
     }
 
+    fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        self.handlers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .register_system(index, f)?;
+        Ok(())
+    }
+
     fn poll(&self) -> Result<()> {
         {
             let mut h = self.lock();
@@ -1488,9 +1622,11 @@ impl Conduit for FpgaConduit {
         }
         Ok(())
     }
+}
 
+impl JobBootstrap for FpgaConduit {
     fn barrier(&self) -> Result<()> {
-        self.quiet()?;
+        self.quiet(CtxId::DEFAULT)?;
         let epoch = self.barrier_epoch.fetch_add(1, Ordering::AcqRel) + 1;
         let (me, n) = (self.rank, self.size);
         let mut dist = 1usize;
@@ -1498,7 +1634,16 @@ impl Conduit for FpgaConduit {
         while dist < n {
             let to = (me + dist) % n;
             let off = self.layout.counter(round);
-            self.raw_atomic(to, off, AmoOp::Add, AmoWidth::W64, 1, 0, false)?;
+            self.raw_atomic(
+                CtxId::DEFAULT,
+                to,
+                off,
+                AmoOp::Add,
+                AmoWidth::W64,
+                1,
+                0,
+                false,
+            )?;
             let from = (me + n - dist) % n;
             self.wait_word(
                 off,
@@ -1508,7 +1653,7 @@ impl Conduit for FpgaConduit {
             dist <<= 1;
             round += 1;
         }
-        self.quiet()
+        self.quiet(CtxId::DEFAULT)
     }
 
     fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
@@ -1523,7 +1668,7 @@ impl Conduit for FpgaConduit {
         buf.extend_from_slice(mine);
         for pe in 0..self.size {
             let at = self.layout.slot(generation, self.size, self.rank);
-            self.raw_put(pe, at, buf.as_ptr(), buf.len())?;
+            self.raw_put(CtxId::DEFAULT, pe, at, buf.as_ptr(), buf.len())?;
         }
         self.barrier()?;
         let mut out = Vec::with_capacity(self.size);
@@ -1537,16 +1682,56 @@ impl Conduit for FpgaConduit {
         }
         Ok(out)
     }
+}
+
+impl Lifecycle for FpgaConduit {
+    /// Attaches PE `job.rank` to the board the `FSHMEM_FPGA_DEVICE` setting
+    /// names (or the `rank`-th board on the PCI bus), with a segment of its
+    /// own in the board's DDR (a board cannot serve host memory:
+    /// [`SegmentRequest::Over`] is refused). Collective: ends with a
+    /// barrier over the job.
+    fn attach(job: &JobEnv, segment: SegmentRequest, settings: &crate::Settings) -> Result<Self> {
+        let SegmentRequest::Own(segment_len) = segment else {
+            return Err(ConduitError::Unsupported(
+                "fpga: a board's segment lives in its DDR; it cannot attach over host memory",
+            ));
+        };
+        let device = Device::choose(settings.fpga_device.as_deref(), job.rank)?;
+        let c = FpgaConduit::open(device, job.rank, job.size, segment_len)?;
+        c.health_check()?;
+        c.barrier()?;
+        c.learn_peers()?;
+        Ok(c)
+    }
+
+    /// Leaves the job: quiet and a barrier. Collective; idempotent.
+    fn finalize(&self) -> Result<()> {
+        if self.finalized.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.quiet(CtxId::DEFAULT)?;
+        self.barrier()?;
+        // From now on this PE's exit is not a failure for the others.
+        if let Device::Devsim(d) = &self.board.device {
+            let _ = std::fs::write(d.join(FINALIZED_MARK), b"finalized\n");
+        }
+        Ok(())
+    }
 
     fn global_exit(&self, status: i32) -> ! {
         let word = ((status as u32 & 0xFF) as u64) | 1 << 32;
         let bytes = word.to_le_bytes();
         for pe in (0..self.size).filter(|&p| p != self.rank) {
-            let _ = self.raw_put(pe, self.layout.exit_word(), bytes.as_ptr(), 8);
+            let _ = self.raw_put(
+                CtxId::DEFAULT,
+                pe,
+                self.layout.exit_word(),
+                bytes.as_ptr(),
+                8,
+            );
         }
-        let _ = self.quiet();
-        crate::wait::note_job_exit();
-        crate::wait::exit_for_job(status)
+        let _ = self.quiet(CtxId::DEFAULT);
+        crate::wait::exit_job(status)
     }
 }
 

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 pub(crate) struct TestBoards {
     pub dirs: Vec<PathBuf>,
     stops: Vec<Arc<AtomicBool>>,
+    pauses: Vec<Arc<AtomicBool>>,
     threads: Vec<Option<JoinHandle<()>>>,
 }
 
@@ -38,6 +39,7 @@ impl TestBoards {
             .collect();
         let ports: Vec<[u16; 2]> = links.iter().map(|l| l.local_ports().unwrap()).collect();
         let mut stops = Vec::new();
+        let mut pauses = Vec::new();
         let mut dirs = Vec::new();
         let mut threads = Vec::new();
         for (i, mut link) in links.drain(..).enumerate() {
@@ -56,13 +58,23 @@ impl TestBoards {
             dirs.push(dir);
             let stop = Arc::new(AtomicBool::new(false));
             stops.push(stop.clone());
-            threads.push(Some(std::thread::spawn(move || b.run(&stop))));
+            let pause = Arc::new(AtomicBool::new(false));
+            pauses.push(pause.clone());
+            threads.push(Some(std::thread::spawn(move || {
+                b.run_pausable(&stop, &pause)
+            })));
         }
         TestBoards {
             dirs,
             stops,
+            pauses,
             threads,
         }
+    }
+
+    /// Freezes board `i` (`true`) or lets it run again (`false`).
+    pub fn pause_board(&self, i: usize, pause: bool) {
+        self.pauses[i].store(pause, Ordering::Release);
     }
 
     /// Stops board `i` (it falls silent: its sockets stay open, unread).
@@ -103,19 +115,20 @@ fn single_board_attach_and_health_check() {
     let b = TestBoards::start("single", 1, Fault::None);
     let c = open(&b, 0, 1 << 20);
     c.health_check().unwrap();
-    c.put(0, 64, b"hello").unwrap();
+    c.put(CtxId::DEFAULT, 0, 64, b"hello").unwrap();
     let mut back = [0u8; 5];
-    c.get(0, 64, &mut back).unwrap();
+    c.get(CtxId::DEFAULT, 0, 64, &mut back).unwrap();
     assert_eq!(&back, b"hello");
     let old = c
-        .atomic(0, 128, AmoOp::FetchAdd, AmoWidth::W64, 7, 0)
+        .atomic(CtxId::DEFAULT, 0, 128, AmoOp::FetchAdd, AmoWidth::W64, 7, 0)
         .unwrap();
     assert_eq!(old, 0);
     assert_eq!(
-        c.atomic(0, 128, AmoOp::Fetch, AmoWidth::W64, 0, 0).unwrap(),
+        c.atomic(CtxId::DEFAULT, 0, 128, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+            .unwrap(),
         7
     );
-    c.quiet().unwrap();
+    c.quiet(CtxId::DEFAULT).unwrap();
 }
 
 /// Runs `body` as PE `rank` of `n` on threads, one conduit per board.
@@ -147,11 +160,11 @@ fn two_boards_put_get_barrier_exchange() {
         let me = c.rank();
         let peer = 1 - me;
         let data: Vec<u8> = (0..100_000u32).map(|i| (i as u8) ^ me as u8).collect();
-        c.put(peer, 4096, &data).unwrap();
-        c.put(peer, 8, &[me as u8 + 1; 8]).unwrap();
+        c.put(CtxId::DEFAULT, peer, 4096, &data).unwrap();
+        c.put(CtxId::DEFAULT, peer, 8, &[me as u8 + 1; 8]).unwrap();
         c.barrier().unwrap();
         let mut back = vec![0u8; 100_000];
-        c.get(peer, 4096, &mut back).unwrap();
+        c.get(CtxId::DEFAULT, peer, 4096, &mut back).unwrap();
         let want: Vec<u8> = (0..100_000u32).map(|i| (i as u8) ^ me as u8).collect();
         assert_eq!(back, want);
         // SAFETY: reading this PE's own segment.
@@ -159,10 +172,12 @@ fn two_boards_put_get_barrier_exchange() {
         assert_eq!(local, peer as u8 + 1);
         let all = c.exchange(&[me as u8; 3]).unwrap();
         assert_eq!(all, vec![vec![0u8; 3], vec![1u8; 3]]);
-        c.atomic(0, 256, AmoOp::Add, AmoWidth::W32, 1, 0).unwrap();
+        c.atomic(CtxId::DEFAULT, 0, 256, AmoOp::Add, AmoWidth::W32, 1, 0)
+            .unwrap();
         c.barrier().unwrap();
         assert_eq!(
-            c.atomic(0, 256, AmoOp::Fetch, AmoWidth::W32, 0, 0).unwrap(),
+            c.atomic(CtxId::DEFAULT, 0, 256, AmoOp::Fetch, AmoWidth::W32, 0, 0)
+                .unwrap(),
             2
         );
     });
@@ -240,9 +255,10 @@ fn a_full_queue_applies_back_pressure_without_overwriting() {
     // per word, and the last value written to each word must win.
     let n = 5000u64;
     for i in 0..n {
-        c0.put(1, 8 * (i % 64) as usize, &i.to_le_bytes()).unwrap();
+        c0.put(CtxId::DEFAULT, 1, 8 * (i % 64) as usize, &i.to_le_bytes())
+            .unwrap();
     }
-    c0.quiet().unwrap();
+    c0.quiet(CtxId::DEFAULT).unwrap();
     for w in 0..64u64 {
         let last = (0..n).filter(|i| i % 64 == w).max().unwrap();
         // SAFETY: PE 1's own segment, read after PE 0's quiet.
@@ -310,8 +326,8 @@ fn gemm_compute_core_with_art_streams_results_to_a_peer() {
         )
         .unwrap();
         if c.rank() == 1 {
-            c.put(1, 0, &bytes(&a)).unwrap();
-            c.put(1, 4096, &bytes(&bm)).unwrap();
+            c.put(CtxId::DEFAULT, 1, 0, &bytes(&a)).unwrap();
+            c.put(CtxId::DEFAULT, 1, 4096, &bytes(&bm)).unwrap();
             let args = [
                 0, 4096, 8192, m as u32, n as u32, k as u32, 4, 0, 65536, 64, 7,
             ];
@@ -326,7 +342,7 @@ fn gemm_compute_core_with_art_streams_results_to_a_peer() {
         c.barrier().unwrap();
         if c.rank() == 0 {
             let mut got = vec![0u8; 8 * m * n];
-            c.get(0, 65536, &mut got).unwrap();
+            c.get(CtxId::DEFAULT, 0, 65536, &mut got).unwrap();
             for i in 0..m {
                 for j in 0..n {
                     let want: f64 = (0..k).map(|x| a[i * k + x] * bm[x * n + j]).sum();
@@ -367,29 +383,38 @@ fn lossy_duplicating_reordering_links_deliver_everything_exactly() {
                 // Small (inline), medium and fragmented (> one datagram)
                 // puts, each a distinct pattern.
                 let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + r as u32) as u8).collect();
-                c.put(to, 0, &big).unwrap();
-                c.put(to, 300_000, &[r as u8 + 1; 24]).unwrap();
+                c.put(CtxId::DEFAULT, to, 0, &big).unwrap();
+                c.put(CtxId::DEFAULT, to, 300_000, &[r as u8 + 1; 24])
+                    .unwrap();
                 for k in 0..200u64 {
-                    c.atomic(to, 400_000, AmoOp::Add, AmoWidth::W64, k, 0)
+                    c.atomic(CtxId::DEFAULT, to, 400_000, AmoOp::Add, AmoWidth::W64, k, 0)
                         .unwrap();
                 }
                 c.barrier().unwrap();
                 let from = (r + n - 1) % n;
                 let mut back = vec![0u8; 200_000];
-                c.get(r, 0, &mut back).unwrap();
+                c.get(CtxId::DEFAULT, r, 0, &mut back).unwrap();
                 let want: Vec<u8> = (0..200_000u32)
                     .map(|i| (i * 7 + from as u32) as u8)
                     .collect();
                 assert!(back == want, "PE {r}: the fragmented put arrived damaged");
                 let mut remote = vec![0u8; 200_000];
-                c.get(to, 0, &mut remote).unwrap();
+                c.get(CtxId::DEFAULT, to, 0, &mut remote).unwrap();
                 assert!(remote == big, "PE {r}: the get across a lossy link differs");
                 let sum = c
-                    .atomic(r, 400_000, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .atomic(
+                        CtxId::DEFAULT,
+                        r,
+                        400_000,
+                        AmoOp::Fetch,
+                        AmoWidth::W64,
+                        0,
+                        0,
+                    )
                     .unwrap();
                 assert_eq!(sum, (0..200).sum::<u64>());
                 let mut small = [0u8; 24];
-                c.get(r, 300_000, &mut small).unwrap();
+                c.get(CtxId::DEFAULT, r, 300_000, &mut small).unwrap();
                 assert_eq!(small, [from as u8 + 1; 24]);
                 c.finalize().unwrap();
             })
@@ -405,13 +430,13 @@ fn a_board_that_stops_answering_is_reported_naming_its_pe() {
     let mut b = TestBoards::start_with("silent", 2, Fault::None, Duration::from_millis(300), None);
     let c0 = open(&b, 0, 1 << 20);
     let c1 = open(&b, 1, 1 << 20);
-    c0.put(1, 0, b"before").unwrap();
-    c0.quiet().unwrap();
+    c0.put(CtxId::DEFAULT, 1, 0, b"before").unwrap();
+    c0.quiet(CtxId::DEFAULT).unwrap();
     drop(c1);
     b.stop_board(1);
     let start = Instant::now();
     let mut back = [0u8; 6];
-    match c0.get(1, 0, &mut back) {
+    match c0.get(CtxId::DEFAULT, 1, 0, &mut back) {
         Err(ConduitError::PeerFailed { pe: 1, reason }) => {
             assert!(reason.contains("stopped answering"), "{reason}")
         }
@@ -422,4 +447,57 @@ fn a_board_that_stops_answering_is_reported_naming_its_pe() {
         "{:?}",
         start.elapsed()
     );
+}
+
+#[test]
+fn a_contexts_quiet_returns_while_another_waits_for_a_slow_target() {
+    let b = TestBoards::start("contexts", 3, Fault::None);
+    let cs: Vec<FpgaConduit> = (0..3).map(|r| open(&b, r, 1 << 20)).collect();
+    let c = &cs[0];
+    let (slow, fast) = (c.ctx_create().unwrap(), c.ctx_create().unwrap());
+    assert_ne!(slow, fast);
+    // Board 1 stops serving: whatever PE 0 sends it stays unacknowledged.
+    b.pause_board(1, true);
+    let big: Vec<u8> = (0..100_000u32).map(|i| (i * 7 + 3) as u8).collect();
+    c.put(slow, 1, 4096, &big).unwrap();
+    c.put(slow, 1, 64, &[0x5a; 16]).unwrap();
+    c.atomic(slow, 1, 128, AmoOp::Add, AmoWidth::W64, 5, 0)
+        .unwrap();
+    c.put(fast, 2, 4096, &big[..50_000]).unwrap();
+    c.atomic(fast, 2, 128, AmoOp::Add, AmoWidth::W64, 9, 0)
+        .unwrap();
+    // The fast context's quiet returns with the slow one still waiting.
+    c.quiet(fast).unwrap();
+    assert_eq!(c.outstanding(fast).unwrap(), 0);
+    let stuck = c.outstanding(slow).unwrap();
+    assert!(
+        stuck >= 3,
+        "{stuck} commands of the slow context outstanding"
+    );
+    let mut back = vec![0u8; 50_000];
+    // SAFETY: PE 2's segment in this process, quiesced by the quiet above.
+    unsafe {
+        std::ptr::copy_nonoverlapping(cs[2].local_segment().add(4096), back.as_mut_ptr(), 50_000)
+    };
+    assert!(
+        back == big[..50_000],
+        "the fast context's put is complete at its target"
+    );
+    assert_eq!(cs[2].load64(128), 9);
+    // Board 1 serves again; the slow context completes, exactly.
+    b.pause_board(1, false);
+    c.quiet(slow).unwrap();
+    assert_eq!(c.outstanding(slow).unwrap(), 0);
+    let mut back = vec![0u8; 100_000];
+    c.get(CtxId::DEFAULT, 1, 4096, &mut back).unwrap();
+    assert!(back == big, "the slow context's put arrived whole");
+    let mut small = [0u8; 16];
+    c.get(CtxId::DEFAULT, 1, 64, &mut small).unwrap();
+    assert_eq!(small, [0x5a; 16]);
+    assert_eq!(cs[1].load64(128), 5);
+    // Destroyed contexts are gone; the default one cannot be destroyed.
+    c.ctx_destroy(slow).unwrap();
+    assert!(matches!(c.quiet(slow), Err(ConduitError::NoContext { .. })));
+    assert!(c.ctx_destroy(CtxId::DEFAULT).is_err());
+    c.ctx_destroy(fast).unwrap();
 }

@@ -39,27 +39,7 @@ const GSO_MAX_SEGS: usize = 64;
 /// `UDP_SEGMENT`, the GSO segment size option of `SOL_UDP` (Linux 4.18).
 const UDP_SEGMENT: libc::c_int = 103;
 
-/// How datagrams are batched (`FSHMEM_IPV6_BATCH`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// One system call per datagram.
-    None,
-    /// `recvmmsg`/`sendmmsg`.
-    Mmsg,
-    /// `recvmmsg`/`sendmmsg`, and GSO for runs of equal datagrams.
-    Gso,
-}
-
-impl Mode {
-    /// Reads `FSHMEM_IPV6_BATCH` (anything unknown means the default).
-    pub(crate) fn from_env() -> Mode {
-        match std::env::var("FSHMEM_IPV6_BATCH").as_deref() {
-            Ok("none") => Mode::None,
-            Ok("mmsg") => Mode::Mmsg,
-            _ => Mode::Gso,
-        }
-    }
-}
+use crate::config::BatchMode as Mode;
 
 fn sockaddr(a: &SocketAddrV6) -> libc::sockaddr_in6 {
     // SAFETY: sockaddr_in6 is plain data; all-zero is a valid value.

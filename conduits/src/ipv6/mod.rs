@@ -61,44 +61,48 @@
 //! sends a request to a conduit-private system handler ([`EXIT_HANDLER`])
 //! on every peer, whose progress thread then exits the process.
 //!
-//! # Environment
+//! # Contexts
 //!
-//! | variable | meaning |
-//! |---|---|
-//! | `FSHMEM_BOOTSTRAP` | `host:port` of the rendezvous server (see [`crate::bootstrap`]) |
-//! | `FSHMEM_IPV6_ADDR` | the address to bind the data socket to |
-//! | `FSHMEM_IPV6_PREFIX` | or a prefix (e.g. `fd00:f5::/64`): bind to this host's address in it |
-//! | `FSHMEM_IPV6_MTU` | path MTU to assume (default: the route's, from the kernel) |
-//! | `FSHMEM_PEER_TIMEOUT` | silence before a needed peer is declared failed (`10s`, `500ms`) |
-//! | `FSHMEM_IPV6_IMPAIR` | test only: `loss=5,dup=1,reorder=10` percent of datagrams sent |
-//! | `FSHMEM_IPV6_BATCH` | `gso` (default), `mmsg` or `none`: datagram batching (see `batch.rs`) |
-//! | `FSHMEM_IPV6_STATS` | set: the progress thread prints the transport's counters to stderr when it stops |
+//! Each context ([`CtxId`]) has its own counters of issued and completed
+//! commands and its own first error of a non-blocking operation; every
+//! command carries its context to the completion. `quiet` on a context
+//! waits for that context's commands only, so it returns while another
+//! context still waits for a slow target. `fence` costs nothing on any
+//! context (delivery is ordered per pair).
 //!
-//! Without `FSHMEM_IPV6_ADDR`/`_PREFIX` the data socket binds to the
-//! address this host uses to reach the rendezvous server, else to the
-//! first unique-local (`fd00::/8`) address of the host, else to `::1`.
+//! # Settings
+//!
+//! The `FSHMEM_IPV6_*` rows of [`crate::config::Settings`] and
+//! `FSHMEM_PEER_TIMEOUT`; the bootstrap comes from the launcher's variables
+//! (`FSHMEM_BOOTSTRAP`, PMI, see [`crate::bootstrap`]). Without
+//! `FSHMEM_IPV6_ADDR`/`_PREFIX` the data socket binds to the address this
+//! host uses to reach the rendezvous server, else to the first unique-local
+//! (`fd00::/8`) address of the host, else to `::1`.
 
 mod batch;
-pub mod impair;
 pub(crate) mod net;
 mod progress;
 pub mod reliable;
-pub(crate) mod segment;
 
-pub use impair::Impair;
+pub use gasnet_core::impair::Impair;
 
+use crate::Settings;
 use crate::bootstrap::{self, Bootstrap};
+use crate::contract::{
+    ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
+    SignalOp,
+};
 use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
+use crate::segment::{SegMemory, Segment};
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
+use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use gasnet_core::NodeId;
 use gasnet_core::engine::{
     Command, Completion, Config as EngineConfig, Engine, GetInto, PutSource,
 };
 use net::{Endpoint, EventFd};
 use progress::{Core, NO_EXIT};
-use segment::{SegMemory, Segment};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV6, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -114,8 +118,8 @@ pub const EXIT_HANDLER: u8 = gasnet_core::handlers::EXIT;
 /// Largest contribution to [`Conduit::exchange`] (`spec/conduit.md` §8).
 pub const EXCHANGE_MAX: usize = 1024;
 
-/// Default of `FSHMEM_PEER_TIMEOUT`.
-pub const DEFAULT_PEER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Contexts a PE can have at once, the default one included.
+pub const MAX_CONTEXTS: usize = 1024;
 
 /// Most commands an application may have in the progress thread's hands
 /// before it waits for some to complete (flow control).
@@ -126,76 +130,6 @@ const MAX_PENDING: u64 = 8192;
 /// per call, and a put's buffer becomes the engine's Long payload without
 /// another copy.
 const CHUNK: usize = gasnet_core::MAX_LONG;
-
-/// Parses a duration: seconds (`10`, `2.5`) or with a unit (`500ms`, `3s`).
-///
-/// ```
-/// use conduits::ipv6::parse_duration;
-/// use std::time::Duration;
-/// assert_eq!(parse_duration("X", "2").unwrap(), Duration::from_secs(2));
-/// assert_eq!(parse_duration("X", "250ms").unwrap(), Duration::from_millis(250));
-/// assert!(parse_duration("X", "soon").is_err());
-/// ```
-pub fn parse_duration(var: &str, v: &str) -> Result<Duration> {
-    let s = v.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (s, 1.0)
-    };
-    num.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|x| x.is_finite() && *x > 0.0 && *x < 1e9)
-        .map(|x| Duration::from_secs_f64(x * scale))
-        .ok_or_else(|| {
-            ConduitError::Bootstrap(format!(
-                "{var}={v:?} is not a duration (e.g. 10, 2.5s, 500ms)"
-            ))
-        })
-}
-
-/// Parses `loss=5,dup=1,reorder=10` (percentages) from
-/// `FSHMEM_IPV6_IMPAIR`.
-pub fn parse_impair(v: &str) -> Result<Impair> {
-    parse_impair_var("FSHMEM_IPV6_IMPAIR", v)
-}
-
-/// Parses `loss=5,dup=1,reorder=10` (percentages, each at most 50) read
-/// from variable `var`; errors name it.
-///
-/// ```
-/// let f = conduits::ipv6::parse_impair_var("X", "loss=5,reorder=10").unwrap();
-/// assert_eq!((f.loss, f.dup, f.reorder), (5.0, 0.0, 10.0));
-/// assert!(conduits::ipv6::parse_impair_var("X", "loss=90").is_err());
-/// ```
-pub fn parse_impair_var(var: &str, v: &str) -> Result<Impair> {
-    let mut f = Impair::default();
-    for part in v.split(',').filter(|p| !p.trim().is_empty()) {
-        let bad = || {
-            ConduitError::Bootstrap(format!(
-                "{var}={v:?}: expected loss=P,dup=P,reorder=P (percent)"
-            ))
-        };
-        let (k, x) = part.split_once('=').ok_or_else(bad)?;
-        let x: f64 = x
-            .trim()
-            .trim_end_matches('%')
-            .parse()
-            .ok()
-            .filter(|x: &f64| (0.0..=50.0).contains(x))
-            .ok_or_else(bad)?;
-        match k.trim() {
-            "loss" => f.loss = x,
-            "dup" => f.dup = x,
-            "reorder" => f.reorder = x,
-            _ => return Err(bad()),
-        }
-    }
-    Ok(f)
-}
 
 /// What the application waits for on a command.
 pub(crate) enum Want {
@@ -229,11 +163,14 @@ pub(crate) struct Shared {
     pub(crate) drivers: AtomicUsize,
     pub(crate) issued: AtomicU64,
     pub(crate) completed: AtomicU64,
+    /// Per-context counters and errors, indexed by [`CtxId::index`].
+    pub(crate) ctxs: Box<[CtxState]>,
     done: Mutex<HashMap<u64, Outcome>>,
-    nbi_error: Mutex<Option<ConduitError>>,
     failed: Mutex<Option<ConduitError>>,
     failed_flag: AtomicBool,
     pub(crate) exit_status: AtomicI64,
+    /// `FSHMEM_IPV6_STATS`: print the transport's counters at the end.
+    pub(crate) print_stats: bool,
 }
 
 impl Shared {
@@ -251,11 +188,19 @@ impl Shared {
             .remove(&tag)
     }
 
-    pub(crate) fn record_nbi_error(&self, e: ConduitError) {
-        self.nbi_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert(e);
+    /// Counts the completion of a command of context `ctx`, recording the
+    /// error of a non-blocking one.
+    pub(crate) fn completed(&self, ctx: u32, err: Option<ConduitError>) {
+        if let Some(c) = self.ctxs.get(ctx as usize) {
+            if let Some(e) = err {
+                c.nbi_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(e);
+            }
+            c.completed.fetch_add(1, Ordering::AcqRel);
+        }
+        self.completed.fetch_add(1, Ordering::AcqRel);
     }
 
     pub(crate) fn fail(&self, e: ConduitError) {
@@ -275,6 +220,19 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
+}
+
+/// One context's bookkeeping.
+#[derive(Debug, Default)]
+pub(crate) struct CtxState {
+    /// Created and not destroyed (the default context always is).
+    live: AtomicBool,
+    /// Commands issued on it.
+    issued: AtomicU64,
+    /// Commands of it completed (acknowledged, or answered).
+    completed: AtomicU64,
+    /// The first error of its non-blocking commands since its last quiet.
+    nbi_error: Mutex<Option<ConduitError>>,
 }
 
 /// Counts an application thread as driving the core while it lives.
@@ -329,79 +287,18 @@ impl std::fmt::Debug for Ipv6Conduit {
     }
 }
 
-/// Settings of [`Ipv6Conduit::attach_with`], read from the environment by
-/// [`Ipv6Conduit::attach`].
-#[derive(Clone, Debug, Default)]
-pub struct Settings {
-    /// Address to bind the data socket to.
-    pub addr: Option<Ipv6Addr>,
-    /// Path MTU to assume towards every peer.
-    pub mtu: Option<usize>,
-    /// Silence before a needed peer is declared failed.
-    pub peer_timeout: Option<Duration>,
-    /// Test-only datagram impairment.
-    pub impair: Option<Impair>,
-}
-
-impl Settings {
-    /// Reads the `FSHMEM_IPV6_*` and `FSHMEM_PEER_TIMEOUT` variables.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings> {
-        let addr = match (get("FSHMEM_IPV6_ADDR"), get("FSHMEM_IPV6_PREFIX")) {
-            (Some(a), _) => Some(a.trim().parse::<Ipv6Addr>().map_err(|_| {
-                ConduitError::Bootstrap(format!("FSHMEM_IPV6_ADDR={a:?} is not an IPv6 address"))
-            })?),
-            (None, Some(p)) => Some(net::addr_in_prefix(p.trim())?),
-            (None, None) => None,
-        };
-        let mtu = match get("FSHMEM_IPV6_MTU") {
-            Some(v) => Some(
-                v.trim()
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|m| (1280..=65575).contains(m))
-                    .ok_or_else(|| {
-                        ConduitError::Bootstrap(format!(
-                            "FSHMEM_IPV6_MTU={v:?} must be a number in 1280..=65575"
-                        ))
-                    })?,
-            ),
-            None => None,
-        };
-        let peer_timeout = match get("FSHMEM_PEER_TIMEOUT") {
-            Some(v) => Some(parse_duration("FSHMEM_PEER_TIMEOUT", &v)?),
-            None => None,
-        };
-        let impair = match get("FSHMEM_IPV6_IMPAIR") {
-            Some(v) => Some(parse_impair(&v)?),
-            None => None,
-        };
-        Ok(Settings {
-            addr,
-            mtu,
-            peer_timeout,
-            impair,
-        })
-    }
-}
-
 impl Ipv6Conduit {
-    /// Joins job `job` with a segment of `segment_len` bytes, bootstrapping
-    /// from the environment (`FSHMEM_BOOTSTRAP`, PMI). Collective.
-    pub fn attach(job: &JobEnv, segment_len: usize) -> Result<Ipv6Conduit> {
-        let get = |k: &str| std::env::var(k).ok();
-        let settings = Settings::from_lookup(get)?;
-        let boot = bootstrap::from_env(job.rank, job.size, get)?;
-        Self::attach_with(job.rank, job.size, segment_len, boot, settings)
-    }
-
-    /// Joins through an explicit bootstrap. Collective.
+    /// Joins through an explicit bootstrap, with the segment `segment`
+    /// asks for ([`SegmentRequest::Over`]: map that file instead of a new
+    /// memfd). Collective.
     pub fn attach_with(
         rank: usize,
         size: usize,
-        segment_len: usize,
+        segment: SegmentRequest,
         mut boot: Box<dyn Bootstrap>,
-        settings: Settings,
+        settings: &Settings,
     ) -> Result<Ipv6Conduit> {
+        let segment_len = segment.len();
         if size == 0 || size > gasnet_core::MAX_NODES || rank >= size {
             return Err(ConduitError::Bootstrap(format!(
                 "ipv6: rank {rank} of {size} PEs is not valid"
@@ -415,7 +312,11 @@ impl Ipv6Conduit {
                 boot.size()
             )));
         }
-        let ip = settings.addr.unwrap_or_else(|| default_addr(boot.as_ref()));
+        let ip = match (settings.ipv6_addr, &settings.ipv6_prefix) {
+            (Some(a), _) => a,
+            (None, Some(p)) => net::addr_in_prefix(p)?,
+            (None, None) => default_addr(boot.as_ref()),
+        };
         let sock = UdpSocket::bind(SocketAddrV6::new(ip, 0, 0, 0)).map_err(|e| {
             ConduitError::Bootstrap(format!(
                 "ipv6: PE {rank}: cannot bind a UDP socket on [{ip}]: {e}"
@@ -458,14 +359,17 @@ impl Ipv6Conduit {
                     65536
                 } else {
                     settings
-                        .mtu
+                        .ipv6_mtu
                         .or_else(|| net::path_mtu(ip, *p))
                         .unwrap_or(1280)
                 };
                 (mtu - net::IP_UDP_HEADERS).min(gasnet_core::wire::MAX_UDP6_PAYLOAD)
             })
             .collect();
-        let seg = Segment::new(segment_len)?;
+        let seg = match segment {
+            SegmentRequest::Own(len) => Segment::new(len)?,
+            SegmentRequest::Over(b) => Segment::over(b)?,
+        };
         let mut engine = Engine::with_config(
             rank as NodeId,
             size,
@@ -481,12 +385,16 @@ impl Ipv6Conduit {
             drivers: AtomicUsize::new(0),
             issued: AtomicU64::new(0),
             completed: AtomicU64::new(0),
+            ctxs: (0..MAX_CONTEXTS).map(|_| CtxState::default()).collect(),
             done: Mutex::new(HashMap::new()),
-            nbi_error: Mutex::new(None),
             failed: Mutex::new(None),
             failed_flag: AtomicBool::new(false),
             exit_status: AtomicI64::new(NO_EXIT),
+            print_stats: settings.ipv6_stats,
         });
+        shared.ctxs[CtxId::DEFAULT.index()]
+            .live
+            .store(true, Ordering::Release);
         let sh = shared.clone();
         engine
             .handlers_mut()
@@ -499,7 +407,7 @@ impl Ipv6Conduit {
             )
             .map_err(ConduitError::Am)?;
         let cfg = reliable::Config {
-            peer_timeout: settings.peer_timeout.unwrap_or(DEFAULT_PEER_TIMEOUT),
+            peer_timeout: settings.peer_timeout,
             ..reliable::Config::default()
         };
         let transport = reliable::Transport::new(rank as NodeId, &datagrams, cfg, Instant::now());
@@ -509,7 +417,8 @@ impl Ipv6Conduit {
             transport,
             sock,
             peers.clone(),
-            settings.impair,
+            settings.ipv6_impair,
+            settings.ipv6_batch,
             seed,
         );
         let sock_fd = core.sock_fd();
@@ -553,28 +462,10 @@ impl Ipv6Conduit {
         self.boot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a system handler (`1..FIRST_USER`), for the runtime layers
-    /// above the conduit.
-    pub fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-        self.register(index, f, true)
-    }
-
     fn register(&self, index: u8, f: HandlerFn, system: bool) -> Result<()> {
         progress::lock(&self.core)
             .register(index, f, system)
             .map_err(ConduitError::Am)
-    }
-
-    /// Leaves the job: `quiet`, a barrier with every PE, then the progress
-    /// thread stops. Collective; calling it again does nothing.
-    pub fn finalize(&self) -> Result<()> {
-        if self.finalized.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.barrier()?;
-        self.finalized.store(true, Ordering::Release);
-        self.stop_thread();
-        self.boot().finalize()
     }
 
     fn stop_thread(&self) {
@@ -599,8 +490,24 @@ impl Ipv6Conduit {
 
     /// Hands `cmd` to the core (which sends what it can at once); returns
     /// its tag.
-    fn submit(&self, cmd: Command, want: Want) -> Result<u64> {
+    /// The state of context `ctx`, if it exists.
+    fn ctx(&self, ctx: CtxId) -> Result<&CtxState> {
+        match self.shared.ctxs.get(ctx.index()) {
+            Some(c) if c.live.load(Ordering::Acquire) => Ok(c),
+            _ => Err(ConduitError::NoContext { ctx: ctx.0 }),
+        }
+    }
+
+    /// Commands of context `ctx` issued and not yet completed.
+    pub fn outstanding(&self, ctx: CtxId) -> Result<u64> {
+        let c = self.ctx(ctx)?;
+        let done = c.completed.load(Ordering::Acquire);
+        Ok(c.issued.load(Ordering::Acquire).saturating_sub(done))
+    }
+
+    fn submit(&self, ctx: CtxId, cmd: Command, want: Want) -> Result<u64> {
         self.check_failed()?;
+        let state = self.ctx(ctx)?;
         if self.finalized.load(Ordering::Acquire) {
             return Err(ConduitError::Unsupported("ipv6: the conduit was finalized"));
         }
@@ -621,7 +528,8 @@ impl Ipv6Conduit {
         }
         let tag = self.tag();
         self.shared.issued.fetch_add(1, Ordering::AcqRel);
-        progress::lock(&self.core).submit(&self.shared, tag, cmd, want);
+        state.issued.fetch_add(1, Ordering::AcqRel);
+        progress::lock(&self.core).submit(&self.shared, tag, ctx.0, cmd, want);
         Ok(tag)
     }
 
@@ -729,7 +637,7 @@ impl Ipv6Conduit {
                     offset: 0,
                 };
                 let t = self.tag();
-                core.submit(&self.shared, t, cmd, Want::Nbi);
+                core.submit(&self.shared, t, CtxId::DEFAULT.0, cmd, Want::Nbi);
             }
             core.flush(tag);
         }
@@ -757,7 +665,7 @@ fn default_addr(boot: &dyn Bootstrap) -> Ipv6Addr {
         .unwrap_or(Ipv6Addr::LOCALHOST)
 }
 
-impl Conduit for Ipv6Conduit {
+impl Segments for Ipv6Conduit {
     fn rank(&self) -> usize {
         self.rank
     }
@@ -778,7 +686,36 @@ impl Conduit for Ipv6Conduit {
         (pe == self.rank).then(|| self.seg.base())
     }
 
-    fn put(&self, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+    /// The segment's file: its own memfd, or the file it was attached over.
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        let (fd, offset, len) = self.seg.backing();
+        Some(SegmentBacking { fd, offset, len })
+    }
+}
+
+impl Rma for Ipv6Conduit {
+    fn ctx_create(&self) -> Result<CtxId> {
+        for (i, c) in self.shared.ctxs.iter().enumerate().skip(1) {
+            if c.live
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Ok(CtxId(i as u32));
+            }
+        }
+        Err(ConduitError::ContextLimit { max: MAX_CONTEXTS })
+    }
+
+    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+        if ctx == CtxId::DEFAULT {
+            return Err(ConduitError::NoContext { ctx: ctx.0 });
+        }
+        let r = self.quiet(ctx);
+        self.ctx(ctx)?.live.store(false, Ordering::Release);
+        r
+    }
+
+    fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len)?;
         if pe == self.rank {
             // SAFETY: the destination lies in our segment (checked); copy
@@ -795,19 +732,26 @@ impl Conduit for Ipv6Conduit {
                 offset: (offset + k * CHUNK) as u64,
                 source: PutSource::Bytes(part.to_vec()),
             };
-            self.submit(cmd, Want::Nbi)?;
+            self.submit(ctx, cmd, Want::Nbi)?;
         }
         Ok(())
     }
 
-    unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+    unsafe fn put_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
         // SAFETY: the caller guarantees `src` is valid for `len` bytes; the
         // bytes are copied before this returns.
         let s = unsafe { std::slice::from_raw_parts(src, len) };
-        self.put(pe, offset, s)
+        self.put(ctx, pe, offset, s)
     }
 
-    fn get(&self, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+    fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
         check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
         if pe == self.rank {
             // SAFETY: the source lies in our segment (checked).
@@ -824,7 +768,7 @@ impl Conduit for Ipv6Conduit {
                 len: dst.len() as u64,
                 into: GetInto::Segment(at),
             };
-            let tag = self.submit(cmd, Want::Value)?;
+            let tag = self.submit(ctx, cmd, Want::Value)?;
             return self
                 .wait_value(tag, || {
                     format!(
@@ -842,7 +786,7 @@ impl Conduit for Ipv6Conduit {
                 len: part.len() as u64,
                 into: GetInto::Buffer,
             };
-            tags.push(self.submit(cmd, Want::Value)?);
+            tags.push(self.submit(ctx, cmd, Want::Value)?);
         }
         for (tag, part) in tags.into_iter().zip(dst.chunks_mut(CHUNK)) {
             let c = self.wait_value(tag, || {
@@ -853,7 +797,14 @@ impl Conduit for Ipv6Conduit {
         Ok(())
     }
 
-    unsafe fn get_nbi(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+    unsafe fn get_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
         if pe == self.rank {
             // SAFETY: the source lies in our segment (checked); the caller
@@ -871,7 +822,7 @@ impl Conduit for Ipv6Conduit {
                 len: len as u64,
                 into: GetInto::Segment(at),
             };
-            return self.submit(cmd, Want::Nbi).map(|_| ());
+            return self.submit(ctx, cmd, Want::Nbi).map(|_| ());
         }
         let mut at = 0;
         while at < len {
@@ -886,7 +837,7 @@ impl Conduit for Ipv6Conduit {
                 dst: SendPtr(dst.wrapping_add(at)),
                 len: n,
             };
-            self.submit(cmd, want)?;
+            self.submit(ctx, cmd, want)?;
             at += n;
         }
         Ok(())
@@ -894,6 +845,7 @@ impl Conduit for Ipv6Conduit {
 
     fn atomic(
         &self,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         op: AmoOp,
@@ -920,10 +872,10 @@ impl Conduit for Ipv6Conduit {
             compare,
         };
         if !op.fetches() {
-            self.submit(cmd, Want::Nbi)?;
+            self.submit(ctx, cmd, Want::Nbi)?;
             return Ok(0);
         }
-        let tag = self.submit(cmd, Want::Value)?;
+        let tag = self.submit(ctx, cmd, Want::Value)?;
         Ok(self
             .wait_value(tag, || {
                 format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}")
@@ -933,6 +885,7 @@ impl Conduit for Ipv6Conduit {
 
     fn put_signal(
         &self,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         src: &[u8],
@@ -947,46 +900,50 @@ impl Conduit for Ipv6Conduit {
             SignalOp::Add => AmoOp::Add,
         };
         if pe == self.rank {
-            self.put(pe, offset, src)?;
+            self.put(ctx, pe, offset, src)?;
             std::sync::atomic::fence(Ordering::Release);
-            self.atomic(pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
+            self.atomic(ctx, pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
             return Ok(());
         }
         // Issued in order to one target and delivered in order: the data is
         // applied before the signal.
-        self.put(pe, offset, src)?;
-        self.atomic(pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
+        self.put(ctx, pe, offset, src)?;
+        self.atomic(ctx, pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
         Ok(())
     }
 
-    fn fence(&self) -> Result<()> {
+    fn fence(&self, ctx: CtxId) -> Result<()> {
+        self.ctx(ctx)?;
         self.check_failed()
     }
 
-    fn quiet(&self) -> Result<()> {
-        let target = self.shared.issued.load(Ordering::Acquire);
+    fn quiet(&self, ctx: CtxId) -> Result<()> {
+        let c = self.ctx(ctx)?;
+        let target = c.issued.load(Ordering::Acquire);
         self.drive_until(
-            || self.shared.completed.load(Ordering::Acquire) >= target,
+            || c.completed.load(Ordering::Acquire) >= target,
             || {
-                let done = self.shared.completed.load(Ordering::Acquire);
+                let done = c.completed.load(Ordering::Acquire);
                 format!(
-                    "{} of its operations to complete in quiet (acknowledged by their targets)",
+                    "{} of its operations on {ctx} to complete in quiet (acknowledged by their targets)",
                     target.saturating_sub(done)
                 )
             },
         )?;
-        match self
-            .shared
-            .nbi_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+        match c.nbi_error.lock().unwrap_or_else(|e| e.into_inner()).take() {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
+    /// The progress engine applies remote atomics as CPU atomics on the
+    /// mapped segment (`SegMemory`), as does a local atomic.
+    fn cpu_atomics(&self) -> bool {
+        true
+    }
+}
+
+impl ActiveMessages for Ipv6Conduit {
     fn am_request(
         &self,
         pe: usize,
@@ -1009,11 +966,15 @@ impl Conduit for Ipv6Conduit {
             payload: payload.to_vec(),
             offset: offset as u64,
         };
-        self.submit(cmd, Want::Nbi).map(|_| ())
+        self.submit(CtxId::DEFAULT, cmd, Want::Nbi).map(|_| ())
     }
 
     fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
         self.register(index, f, false)
+    }
+
+    fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        self.register(index, f, true)
     }
 
     fn poll(&self) -> Result<()> {
@@ -1022,10 +983,22 @@ impl Conduit for Ipv6Conduit {
         }
         self.check_failed()
     }
+}
 
+impl JobBootstrap for Ipv6Conduit {
     fn barrier(&self) -> Result<()> {
-        self.quiet()?;
-        self.boot().barrier()?;
+        self.quiet(CtxId::DEFAULT)?;
+        let r = self.boot().barrier();
+        if r.is_err() {
+            // A PE that ends the job leaves only once its exit request was
+            // acknowledged: if the bootstrap reports it gone, the request
+            // arrived first, and the job's status is the one it asked for.
+            let status = self.shared.exit_status.load(Ordering::Acquire);
+            if status != NO_EXIT {
+                crate::wait::exit_job(status as i32);
+            }
+        }
+        r?;
         self.check_failed()
     }
 
@@ -1038,17 +1011,33 @@ impl Conduit for Ipv6Conduit {
         }
         self.boot().allgather(mine)
     }
+}
+
+impl Lifecycle for Ipv6Conduit {
+    /// Bootstraps from the launcher's environment (`FSHMEM_BOOTSTRAP`,
+    /// PMI) and joins the job ([`Ipv6Conduit::attach_with`]).
+    fn attach(job: &JobEnv, segment: SegmentRequest, settings: &Settings) -> Result<Self> {
+        let get = |k: &str| std::env::var(k).ok();
+        let boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
+        Self::attach_with(job.rank, job.size, segment, boot, settings)
+    }
+
+    /// Leaves the job: `quiet`, a barrier with every PE, then the progress
+    /// thread stops. Collective; calling it again does nothing.
+    fn finalize(&self) -> Result<()> {
+        if self.finalized.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.barrier()?;
+        self.finalized.store(true, Ordering::Release);
+        self.stop_thread();
+        self.boot().finalize()
+    }
 
     fn global_exit(&self, status: i32) -> ! {
         crate::wait::note_job_exit();
         self.broadcast_exit(status);
-        crate::wait::exit_for_job(status)
-    }
-
-    /// The segment's memfd from offset 0.
-    fn segment_backing(&self) -> Option<SegmentBacking> {
-        let (fd, len) = self.seg.backing();
-        Some(SegmentBacking { fd, offset: 0, len })
+        crate::wait::exit_job(status)
     }
 }
 

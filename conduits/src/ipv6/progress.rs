@@ -10,13 +10,14 @@
 //! drives, the progress thread stays parked off the socket, so the two do
 //! not compete for datagrams or for the CPU they are often pinned to.
 
-use super::batch::{Mode, RecvBatch, SendBatch};
-use super::impair::{Impair, Impairer};
+use super::batch::{RecvBatch, SendBatch};
 use super::reliable::{PeerSilent, Transport};
-use super::segment::SegMemory;
 use super::{Outcome, Shared, Want};
+use crate::config::BatchMode;
 use crate::error::ConduitError;
+use crate::segment::SegMemory;
 use gasnet_core::engine::{Command, Completion, Engine, Status};
+use gasnet_core::impair::{Impair, Impairer};
 use gasnet_core::{AmError, HandlerFn};
 use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddrV6, UdpSocket};
@@ -58,7 +59,8 @@ pub(crate) struct Core {
     sock: UdpSocket,
     peers: Vec<SocketAddrV6>,
     impair: Option<Impairer>,
-    waiting: HashMap<u64, Want>,
+    /// What each command's completion is for, and its context.
+    waiting: HashMap<u64, (u32, Want)>,
     backlog: VecDeque<(u64, Command)>,
     flushes: Vec<u64>,
     rx: RecvBatch,
@@ -74,9 +76,9 @@ impl Core {
         sock: UdpSocket,
         peers: Vec<SocketAddrV6>,
         impair: Option<Impair>,
+        mode: BatchMode,
         seed: u64,
     ) -> Core {
-        let mode = Mode::from_env();
         let tx = SendBatch::new(mode, sock.as_raw_fd(), &peers);
         Core {
             engine,
@@ -99,9 +101,10 @@ impl Core {
         self.sock.as_raw_fd()
     }
 
-    /// Takes command `cmd` under `tag` and sends what it can at once.
-    pub(crate) fn submit(&mut self, sh: &Shared, tag: u64, cmd: Command, want: Want) {
-        self.waiting.insert(tag, want);
+    /// Takes command `cmd` of context `ctx` under `tag` and sends what it
+    /// can at once.
+    pub(crate) fn submit(&mut self, sh: &Shared, tag: u64, ctx: u32, cmd: Command, want: Want) {
+        self.waiting.insert(tag, (ctx, want));
         self.backlog.push_back((tag, cmd));
         self.pump(sh, Instant::now());
     }
@@ -187,8 +190,7 @@ impl Core {
             // The job ends: this exit is not a PE failure (the runtime's
             // exit hook must not turn status 0 into "exited without
             // finalize").
-            crate::wait::note_job_exit();
-            crate::wait::exit_for_job(status as i32);
+            crate::wait::exit_job(status as i32);
         }
         // Liveness.
         if !self.failed
@@ -277,7 +279,7 @@ impl Core {
     }
 
     fn finish(&mut self, sh: &Shared, c: Completion, why: Option<String>) {
-        let Some(want) = self.waiting.remove(&c.tag) else {
+        let Some((ctx, want)) = self.waiting.remove(&c.tag) else {
             return;
         };
         let err = (c.status != Status::Ok).then(|| {
@@ -287,26 +289,23 @@ impl Core {
                 why.map(|w| format!(" ({w})")).unwrap_or_default()
             ))
         });
-        match want {
+        let err = match want {
             Want::Value => {
                 sh.post(c.tag, Outcome::Done(c, err));
+                None
             }
-            Want::Nbi => {
-                if let Some(e) = err {
-                    sh.record_nbi_error(e);
-                }
-            }
-            Want::NbiGet { dst, len } => match err {
-                Some(e) => sh.record_nbi_error(e),
-                None => {
+            Want::Nbi => err,
+            Want::NbiGet { dst, len } => {
+                if err.is_none() {
                     let n = len.min(c.data.len());
                     // SAFETY: get_nbi's caller keeps `dst..dst+len` valid and
                     // untouched until the quiet that waits for this completion.
                     unsafe { std::ptr::copy_nonoverlapping(c.data.as_ptr(), dst.0, n) };
                 }
-            },
-        }
-        sh.completed.fetch_add(1, Ordering::AcqRel);
+                err
+            }
+        };
+        sh.completed(ctx, err);
     }
 }
 
@@ -341,7 +340,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef) {
             }
         }
         if sh.stop.load(Ordering::Acquire) {
-            if std::env::var_os("FSHMEM_IPV6_STATS").is_some() {
+            if sh.print_stats {
                 crate::report!("fshmem ipv6: {:?}", lock(&core).stats());
             }
             return;

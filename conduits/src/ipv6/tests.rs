@@ -14,7 +14,14 @@ fn job(n: usize, settings: Settings, body: impl Fn(Ipv6Conduit) + Send + Sync + 
             let (addr, body, settings) = (addr.clone(), body.clone(), settings.clone());
             std::thread::spawn(move || {
                 let boot = Client::join(&addr, r, n, Duration::from_secs(20)).unwrap();
-                let c = Ipv6Conduit::attach_with(r, n, 1 << 20, Box::new(boot), settings).unwrap();
+                let c = Ipv6Conduit::attach_with(
+                    r,
+                    n,
+                    SegmentRequest::Own(1 << 20),
+                    Box::new(boot),
+                    &settings,
+                )
+                .unwrap();
                 body(c);
             })
         })
@@ -29,56 +36,90 @@ fn exercise(c: Ipv6Conduit) {
     // Large puts (fragmented at a small MTU) and gets back.
     let big: Vec<u8> = (0..200_000).map(|i| (i * 13 + me) as u8).collect();
     let next = (me + 1) % n;
-    c.put(next, 4096, &big).unwrap();
+    c.put(CtxId::DEFAULT, next, 4096, &big).unwrap();
     for _ in 0..100 {
-        c.atomic(0, 0, AmoOp::Add, AmoWidth::W64, 1, 0).unwrap();
-        c.atomic(next, 8, AmoOp::FetchAdd, AmoWidth::W32, 1, 0)
+        c.atomic(CtxId::DEFAULT, 0, 0, AmoOp::Add, AmoWidth::W64, 1, 0)
             .unwrap();
+        c.atomic(
+            CtxId::DEFAULT,
+            next,
+            8,
+            AmoOp::FetchAdd,
+            AmoWidth::W32,
+            1,
+            0,
+        )
+        .unwrap();
     }
     c.barrier().unwrap();
     let prev = (me + n - 1) % n;
     let mut got = vec![0u8; 200_000];
-    c.get(me, 4096, &mut got).unwrap();
+    c.get(CtxId::DEFAULT, me, 4096, &mut got).unwrap();
     assert!(
         got.iter()
             .enumerate()
             .all(|(i, &b)| b == (i * 13 + prev) as u8)
     );
     let mut remote = vec![0u8; 200_000];
-    c.get(next, 4096, &mut remote).unwrap();
+    c.get(CtxId::DEFAULT, next, 4096, &mut remote).unwrap();
     assert!(
         remote
             .iter()
             .enumerate()
             .all(|(i, &b)| b == (i * 13 + me) as u8)
     );
-    let total = c.atomic(0, 0, AmoOp::Fetch, AmoWidth::W64, 0, 0).unwrap();
+    let total = c
+        .atomic(CtxId::DEFAULT, 0, 0, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+        .unwrap();
     assert_eq!(total, 100 * n as u64);
-    let mine = c.atomic(me, 8, AmoOp::Fetch, AmoWidth::W32, 0, 0).unwrap();
+    let mine = c
+        .atomic(CtxId::DEFAULT, me, 8, AmoOp::Fetch, AmoWidth::W32, 0, 0)
+        .unwrap();
     assert_eq!(mine, 100);
     // Non-blocking get into a private buffer, and into the segment.
     let mut nb = vec![0u8; 10_000];
     // SAFETY: `nb` outlives the quiet below and is not touched before it.
-    unsafe { c.get_nbi(next, 4096, nb.as_mut_ptr(), nb.len()).unwrap() };
-    // SAFETY: the destination lies in our own segment, unused otherwise.
     unsafe {
-        c.get_nbi(next, 4096, c.local_segment().add(600_000), 10_000)
+        c.get_nbi(CtxId::DEFAULT, next, 4096, nb.as_mut_ptr(), nb.len())
             .unwrap()
     };
-    c.quiet().unwrap();
+    // SAFETY: the destination lies in our own segment, unused otherwise.
+    unsafe {
+        c.get_nbi(
+            CtxId::DEFAULT,
+            next,
+            4096,
+            c.local_segment().add(600_000),
+            10_000,
+        )
+        .unwrap()
+    };
+    c.quiet(CtxId::DEFAULT).unwrap();
     assert_eq!(&nb[..], &big[..10_000]);
     // SAFETY: 10_000 bytes of our segment at 600_000, written by the get.
     let seg = unsafe { std::slice::from_raw_parts(c.local_segment().add(600_000), 10_000) };
     assert_eq!(seg, &big[..10_000]);
     // Put-with-signal: data visible once the signal is.
-    c.put_signal(next, 300_000, &[7u8; 5000], 16, SignalOp::Add, 1)
-        .unwrap();
+    c.put_signal(
+        CtxId::DEFAULT,
+        next,
+        300_000,
+        &[7u8; 5000],
+        16,
+        SignalOp::Add,
+        1,
+    )
+    .unwrap();
     let mut b = Backoff::new();
-    while c.atomic(me, 16, AmoOp::Fetch, AmoWidth::W64, 0, 0).unwrap() == 0 {
+    while c
+        .atomic(CtxId::DEFAULT, me, 16, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+        .unwrap()
+        == 0
+    {
         b.snooze();
     }
     let mut d = vec![0u8; 5000];
-    c.get(me, 300_000, &mut d).unwrap();
+    c.get(CtxId::DEFAULT, me, 300_000, &mut d).unwrap();
     assert!(d.iter().all(|&x| x == 7));
     // Active messages with replies, served by the progress thread.
     let sum = Arc::new(AtomicU64::new(0));
@@ -103,7 +144,7 @@ fn exercise(c: Ipv6Conduit) {
         c.am_request(next, Category::Medium, FIRST_USER, &[i], &[0; 100], 0)
             .unwrap();
     }
-    c.quiet().unwrap();
+    c.quiet(CtxId::DEFAULT).unwrap();
     assert_eq!(
         sum.load(Ordering::Relaxed),
         (0..50).map(|i| i + 100).sum::<u64>()
@@ -121,8 +162,8 @@ fn three_pes_on_loopback() {
 #[test]
 fn three_pes_small_mtu_with_loss_duplication_and_reordering() {
     let s = Settings {
-        mtu: Some(1500),
-        impair: Some(Impair {
+        ipv6_mtu: Some(1500),
+        ipv6_impair: Some(Impair {
             loss: 5.0,
             dup: 1.0,
             reorder: 10.0,
@@ -139,7 +180,7 @@ fn a_silent_peer_is_reported_by_name() {
     // (as it once did under load). Channels, not sleeps, order the two;
     // every wait is bounded.
     let s = Settings {
-        peer_timeout: Some(Duration::from_millis(300)),
+        peer_timeout: Duration::from_millis(300),
         ..Settings::default()
     };
     let (gone_tx, gone_rx) = std::sync::mpsc::channel::<()>();
@@ -160,10 +201,10 @@ fn a_silent_peer_is_reported_by_name() {
         gone.1.lock().unwrap().recv_timeout(limit).unwrap();
         let t = Instant::now();
         let mut buf = [0u8; 8];
-        let e = c.get(1, 0, &mut buf).unwrap_err();
+        let e = c.get(CtxId::DEFAULT, 1, 0, &mut buf).unwrap_err();
         assert!(matches!(e, ConduitError::PeerFailed { pe: 1, .. }), "{e}");
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
-        assert!(c.quiet().is_err());
+        assert!(c.quiet(CtxId::DEFAULT).is_err());
         done.0.lock().unwrap().send(()).unwrap();
         std::mem::forget(c);
     });
@@ -186,11 +227,11 @@ fn settings_parse_and_reject() {
         ("FSHMEM_IPV6_IMPAIR", "loss=5,dup=1%,reorder=3"),
     ]))
     .unwrap();
-    assert_eq!(s.addr, Some(Ipv6Addr::LOCALHOST));
-    assert_eq!(s.mtu, Some(1500));
-    assert_eq!(s.peer_timeout, Some(Duration::from_secs(2)));
+    assert_eq!(s.ipv6_addr, Some(Ipv6Addr::LOCALHOST));
+    assert_eq!(s.ipv6_mtu, Some(1500));
+    assert_eq!(s.peer_timeout, Duration::from_secs(2));
     assert_eq!(
-        s.impair,
+        s.ipv6_impair,
         Some(Impair {
             loss: 5.0,
             dup: 1.0,
@@ -208,5 +249,124 @@ fn settings_parse_and_reject() {
             .unwrap_err()
             .to_string();
         assert!(e.contains(bad.0), "{e}");
+    }
+}
+
+/// Runs `body` as every PE of an `n`-PE job on threads; each body also
+/// gets a barrier of the threads (outside the conduit) for choreography.
+fn job_with_barrier(
+    n: usize,
+    body: impl Fn(Ipv6Conduit, &std::sync::Barrier) + Send + Sync + 'static,
+) {
+    let sync = Arc::new(std::sync::Barrier::new(n));
+    let body = Arc::new(body);
+    job(n, Settings::default(), move |c| body(c, &sync));
+}
+
+#[test]
+fn a_contexts_quiet_returns_while_another_waits_for_a_slow_target() {
+    job_with_barrier(3, |c, sync| {
+        let me = c.rank();
+        let big: Vec<u8> = (0..100_000u32).map(|i| (i * 7 + 3) as u8).collect();
+        if me == 1 {
+            // A slow target: PE 1's protocol core is held, so nothing it is
+            // sent is served or acknowledged until it lets go.
+            let held = progress::lock(&c.core);
+            sync.wait(); // 1: PE 1 is not serving
+            sync.wait(); // 2: PE 0 checked the fast context
+            drop(held);
+        } else if me == 0 {
+            sync.wait(); // 1
+            let (slow, fast) = (c.ctx_create().unwrap(), c.ctx_create().unwrap());
+            c.put(slow, 1, 4096, &big).unwrap();
+            c.atomic(slow, 1, 128, AmoOp::Add, AmoWidth::W64, 5, 0)
+                .unwrap();
+            c.put(fast, 2, 4096, &big[..50_000]).unwrap();
+            c.atomic(fast, 2, 128, AmoOp::Add, AmoWidth::W64, 9, 0)
+                .unwrap();
+            c.quiet(fast).unwrap();
+            assert_eq!(c.outstanding(fast).unwrap(), 0);
+            let stuck = c.outstanding(slow).unwrap();
+            assert!(
+                stuck >= 2,
+                "{stuck} operations of the slow context outstanding"
+            );
+            let mut back = vec![0u8; 50_000];
+            c.get(fast, 2, 4096, &mut back).unwrap();
+            assert!(back == big[..50_000], "the fast context's put is complete");
+            assert_eq!(
+                c.atomic(fast, 2, 128, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .unwrap(),
+                9
+            );
+            sync.wait(); // 2
+            c.quiet(slow).unwrap();
+            assert_eq!(c.outstanding(slow).unwrap(), 0);
+            let mut back = vec![0u8; 100_000];
+            c.get(slow, 1, 4096, &mut back).unwrap();
+            assert!(back == big, "the slow context's put arrived whole");
+            c.ctx_destroy(slow).unwrap();
+            assert!(matches!(
+                c.put(slow, 1, 0, &[1]),
+                Err(ConduitError::NoContext { .. })
+            ));
+            assert!(c.ctx_destroy(CtxId::DEFAULT).is_err());
+            c.ctx_destroy(fast).unwrap();
+        } else {
+            sync.wait(); // 1
+            sync.wait(); // 2
+        }
+        c.barrier().unwrap();
+        if me == 1 {
+            assert_eq!(
+                c.atomic(CtxId::DEFAULT, 1, 128, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .unwrap(),
+                5
+            );
+        }
+        c.barrier().unwrap();
+        c.finalize().unwrap();
+    });
+}
+
+#[test]
+fn attached_over_another_segment_remote_puts_land_in_it() {
+    // Each PE's segment is a memfd the test allocates, mapped here as well:
+    // the conduit serves it (SegmentRequest::Over), as the off-node conduit
+    // of a routed job serves the segment the on-node one allocated.
+    let server = Server::start("[::1]:0".parse().unwrap(), 2, Duration::from_secs(20)).unwrap();
+    let addr = server.addr().to_string();
+    let hs: Vec<_> = (0..2)
+        .map(|r| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let other = Segment::new(1 << 16).unwrap();
+                let (fd, offset, len) = other.backing();
+                let boot = Client::join(&addr, r, 2, Duration::from_secs(20)).unwrap();
+                let over = SegmentRequest::Over(SegmentBacking { fd, offset, len });
+                let c = Ipv6Conduit::attach_with(r, 2, over, Box::new(boot), &Settings::default())
+                    .unwrap();
+                assert_eq!(c.segment_len(), 1 << 16);
+                assert_ne!(c.local_segment(), other.base());
+                c.put(CtxId::DEFAULT, 1 - r, 256, &[r as u8 + 1; 64])
+                    .unwrap();
+                c.atomic(CtxId::DEFAULT, 1 - r, 8, AmoOp::Add, AmoWidth::W64, 7, 0)
+                    .unwrap();
+                c.barrier().unwrap();
+                // SAFETY: both views are live mappings of the segment file;
+                // the peer's writes completed before the barrier.
+                let seen = unsafe { std::slice::from_raw_parts(other.base().add(256), 64) };
+                assert_eq!(seen, &[2 - r as u8; 64]);
+                // SAFETY: an aligned word of the other mapping, only
+                // accessed atomically.
+                let w =
+                    unsafe { std::sync::atomic::AtomicU64::from_ptr(other.base().add(8).cast()) };
+                assert_eq!(w.load(Ordering::Acquire), 7);
+                c.finalize().unwrap();
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
     }
 }

@@ -12,7 +12,7 @@
 use super::fabric::Fabric;
 use super::{api, sys::*};
 use crate::error::ConduitError;
-use crate::ipv6::segment::SegMemory;
+use crate::segment::SegMemory;
 use gasnet_core::engine::{Command, Completion, Engine, Status};
 use gasnet_core::wire;
 use std::collections::{HashMap, VecDeque};

@@ -34,8 +34,9 @@
 //!   target. `fence` is a `quiet`; `put_signal` completes the put before
 //!   it updates the signal.
 //! - Contexts: the conduit has one endpoint and one counter, shared by
-//!   every context of the PE (contract v2 lets a context map onto an
-//!   endpoint or a counter; one counter per context is future work).
+//!   every context of the PE: `quiet` on any context completes every
+//!   operation of the PE (stronger than contract v2 asks; one endpoint or
+//!   counter per context is future work).
 //!
 //! # Progress
 //!
@@ -45,7 +46,9 @@
 //! (tcp, udp, shm) complete peers' RMA without the target calling the
 //! library.
 //!
-//! # Environment
+//! # Settings
+//!
+//! The `FSHMEM_OFI_*` rows of [`crate::config::Settings`]:
 //!
 //! | variable | meaning |
 //! |---|---|
@@ -53,8 +56,8 @@
 //! | `FSHMEM_OFI_DOMAIN` | domain (interface) name, e.g. `lo`; default: the provider's first |
 //! | `FSHMEM_OFI_ATOMICS` | `auto` (default), `am` or `native`: atomics by the provider when it can and is trusted ([`UNTRUSTED_ATOMICS`]), always as active messages, or by the provider whenever it offers them |
 //!
-//! `SHMEM_INFO=1` makes PE 0 print the provider, fabric and domain in use
-//! and how atomics travel.
+//! [`Lifecycle::describe`] names the provider, fabric and domain in use and
+//! how atomics travel; `SHMEM_INFO=1` makes PE 0 print it.
 
 pub mod api;
 mod core;
@@ -62,20 +65,26 @@ pub mod fabric;
 mod setup;
 pub mod sys;
 
-pub use setup::{Atomics, Settings, UNTRUSTED_ATOMICS};
+pub use setup::UNTRUSTED_ATOMICS;
 
 use self::core::{AmoSlot, Core, Hold, Waiter};
+use crate::Settings;
 use crate::bootstrap::{self, Bootstrap};
+use crate::config::OfiAtomics as Atomics;
+use crate::contract::{
+    ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
+    SignalOp,
+};
 use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
-use crate::ipv6::segment::{SegMemory, Segment};
 use crate::job::JobEnv;
+use crate::segment::{SegMemory, Segment};
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
+use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use fabric::Fabric;
 use gasnet_core::NodeId;
 use gasnet_core::engine::{Command, Config as EngineConfig, Engine};
 use setup::{Card, fi_amo};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -88,7 +97,7 @@ pub const MAX_NAME: usize = 512;
 /// at once); longer ones wait for the provider to read the source.
 pub const BOUNCE_MAX: usize = 64 << 10;
 
-/// Largest contribution to [`Conduit::exchange`].
+/// Largest contribution to [`JobBootstrap::exchange`].
 pub const EXCHANGE_MAX: usize = 1024;
 
 /// The conduit-private system handler that ends the process.
@@ -108,6 +117,10 @@ pub struct OfiConduit {
     boot: Arc<Mutex<Box<dyn Bootstrap>>>,
     native_atomics: bool,
     next_tag: AtomicU64,
+    /// The last context id handed out (contexts need no state here).
+    last_ctx: AtomicU32,
+    /// The status a peer's global exit asked for ([`NO_EXIT`]: none).
+    exit_status: Arc<AtomicI64>,
     finalized: AtomicBool,
     describe: String,
 }
@@ -128,23 +141,16 @@ fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
 }
 
 impl OfiConduit {
-    /// Joins job `job` with a segment of `segment_len` bytes, bootstrapping
-    /// from the environment (rendezvous, PMI, PMIx). Collective.
-    pub fn attach(job: &JobEnv, segment_len: usize) -> Result<OfiConduit> {
-        let get = |k: &str| std::env::var(k).ok();
-        let settings = Settings::from_lookup(get)?;
-        let boot = bootstrap::from_env(job.rank, job.size, get)?;
-        Self::attach_with(job.rank, job.size, segment_len, boot, settings)
-    }
-
-    /// Joins through an explicit bootstrap. Collective.
+    /// Joins through an explicit bootstrap, with the segment `segment`
+    /// asks for. Collective.
     pub fn attach_with(
         rank: usize,
         size: usize,
-        segment_len: usize,
+        segment: SegmentRequest,
         mut boot: Box<dyn Bootstrap>,
-        settings: Settings,
+        settings: &Settings,
     ) -> Result<OfiConduit> {
+        let segment_len = segment.len();
         if size == 0 || size > gasnet_core::MAX_NODES || rank >= size {
             return Err(ConduitError::Bootstrap(format!(
                 "ofi: rank {rank} of {size} PEs is not valid"
@@ -160,10 +166,13 @@ impl OfiConduit {
         }
         let mut fab = Fabric::open(
             rank,
-            settings.provider.as_deref(),
-            settings.domain.as_deref(),
+            settings.ofi_provider.as_deref(),
+            settings.ofi_domain.as_deref(),
         )?;
-        let seg = Segment::new(segment_len)?;
+        let seg = match segment {
+            SegmentRequest::Own(len) => Segment::new(len)?,
+            SegmentRequest::Over(b) => Segment::over(b)?,
+        };
         // SAFETY: the segment mapping lives in `seg`, which the conduit
         // keeps for as long as the Fabric (inside the core) lives, and
         // drops after it (field order of OfiConduit and Drop).
@@ -171,8 +180,8 @@ impl OfiConduit {
         let untrusted = UNTRUSTED_ATOMICS
             .iter()
             .any(|p| fab.caps.provider.split(';').any(|q| q == *p));
-        let can = (settings.atomics == Atomics::Native
-            || settings.atomics == Atomics::Auto && !untrusted)
+        let can = (settings.ofi_atomics == Atomics::Native
+            || settings.ofi_atomics == Atomics::Auto && !untrusted)
             && AmoOp::ALL.iter().all(|&op| {
                 [AmoWidth::W32, AmoWidth::W64].iter().all(|&w| {
                     let (dt, o, flags) = fi_amo(op, w);
@@ -216,17 +225,14 @@ impl OfiConduit {
             },
             if native_atomics {
                 "by the provider (fi_atomic)"
-            } else if settings.atomics == Atomics::Am {
+            } else if settings.ofi_atomics == Atomics::Am {
                 "as active messages (FSHMEM_OFI_ATOMICS=am)"
-            } else if untrusted && settings.atomics == Atomics::Auto {
+            } else if untrusted && settings.ofi_atomics == Atomics::Auto {
                 "as active messages (this provider's atomics are not trusted; FSHMEM_OFI_ATOMICS=native uses them)"
             } else {
                 "as active messages (the provider lacks some)"
             }
         );
-        if settings.info && rank == 0 {
-            println!("fshmem ofi conduit: {describe}");
-        }
         let mut engine = Engine::with_config(
             rank as NodeId,
             size,
@@ -271,6 +277,8 @@ impl OfiConduit {
             boot,
             native_atomics,
             next_tag: AtomicU64::new(1),
+            last_ctx: AtomicU32::new(0),
+            exit_status,
             finalized: AtomicBool::new(false),
             describe,
         };
@@ -279,35 +287,8 @@ impl OfiConduit {
         Ok(c)
     }
 
-    /// The provider, fabric and domain in use and how atomics travel.
-    pub fn describe(&self) -> &str {
-        &self.describe
-    }
-
     fn boot(&self) -> MutexGuard<'_, Box<dyn Bootstrap>> {
         self.boot.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Registers a system handler (`1..FIRST_USER`) for the runtime layers.
-    pub fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-        lock(&self.core)
-            .engine
-            .handlers_mut()
-            .register_system(index, f)
-            .map_err(ConduitError::Am)
-    }
-
-    /// Leaves the job: `quiet`, a barrier, then the progress thread stops.
-    /// Collective; calling it again does nothing.
-    pub fn finalize(&self) -> Result<()> {
-        if self.finalized.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.barrier()?;
-        self.finalized.store(true, Ordering::Release);
-        self.stop_thread();
-        lock(&self.core).drain(Duration::from_secs(1));
-        self.boot().finalize()
     }
 
     fn stop_thread(&self) {
@@ -573,8 +554,7 @@ fn progress_thread(
             if let Ok(mut c) = core.try_lock() {
                 c.drain(Duration::from_millis(200));
             }
-            crate::wait::note_job_exit();
-            crate::wait::exit_for_job(status as i32);
+            crate::wait::exit_job(status as i32);
         }
         let now = Instant::now();
         if now.duration_since(last_check) >= Duration::from_millis(20) {
@@ -598,7 +578,36 @@ fn progress_thread(
     }
 }
 
-impl Conduit for OfiConduit {
+impl OfiConduit {
+    /// Waits until every RMA, atomic and engine command of the PE is
+    /// complete (every context: they share one endpoint and counter).
+    fn quiet_all(&self) -> Result<()> {
+        let start = {
+            let c = lock(&self.core);
+            (c.rma_issued, c.engine_issued)
+        };
+        self.drive_until(
+            |c| {
+                let rma = c.rma_quiet()?;
+                if rma && c.engine_completed >= c.engine_issued {
+                    return match c.nbi_error.take() {
+                        Some(e) => Err(e),
+                        None => Ok(Some(())),
+                    };
+                }
+                Ok(None)
+            },
+            || {
+                format!(
+                    "its {} RMA/atomic and {} engine operations to complete in quiet",
+                    start.0, start.1
+                )
+            },
+        )
+    }
+}
+
+impl Segments for OfiConduit {
     fn rank(&self) -> usize {
         self.rank
     }
@@ -619,7 +628,36 @@ impl Conduit for OfiConduit {
         (pe == self.rank).then(|| self.seg.base())
     }
 
-    fn put(&self, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        let (fd, offset, len) = self.seg.backing();
+        Some(SegmentBacking { fd, offset, len })
+    }
+}
+
+/// Every context shares the PE's endpoint and completion counter: contexts
+/// need no state, and `quiet`/`fence` on any context complete the whole PE.
+impl Rma for OfiConduit {
+    fn ctx_create(&self) -> Result<CtxId> {
+        let id = self
+            .last_ctx
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1);
+        if id == 0 {
+            return Err(ConduitError::ContextLimit {
+                max: u32::MAX as usize,
+            });
+        }
+        Ok(CtxId(id))
+    }
+
+    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+        if ctx == CtxId::DEFAULT {
+            return Err(ConduitError::NoContext { ctx: ctx.0 });
+        }
+        self.quiet_all()
+    }
+
+    fn put(&self, _ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len)?;
         if pe == self.rank {
             // SAFETY: the destination lies in our segment (checked); copy
@@ -674,12 +712,19 @@ impl Conduit for OfiConduit {
         Ok(())
     }
 
-    unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+    unsafe fn put_nbi(
+        &self,
+        _ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
         if pe == self.rank || len == 0 {
             // SAFETY: the caller guarantees `src` is valid for `len` bytes.
             let s = unsafe { std::slice::from_raw_parts(src, len) };
-            return self.put(pe, offset, s);
+            return self.put(CtxId::DEFAULT, pe, offset, s);
         }
         let mut c = lock(&self.core);
         self.live(&c)?;
@@ -702,7 +747,7 @@ impl Conduit for OfiConduit {
         Ok(())
     }
 
-    fn get(&self, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+    fn get(&self, _ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
         check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
         if pe == self.rank {
             // SAFETY: the source lies in our segment (checked).
@@ -747,7 +792,14 @@ impl Conduit for OfiConduit {
         Ok(())
     }
 
-    unsafe fn get_nbi(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+    unsafe fn get_nbi(
+        &self,
+        _ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
         if pe == self.rank {
             // SAFETY: the source lies in our segment (checked); the caller
@@ -782,6 +834,7 @@ impl Conduit for OfiConduit {
 
     fn atomic(
         &self,
+        _ctx: CtxId,
         pe: usize,
         offset: usize,
         op: AmoOp,
@@ -824,6 +877,7 @@ impl Conduit for OfiConduit {
 
     fn put_signal(
         &self,
+        _ctx: CtxId,
         pe: usize,
         offset: usize,
         src: &[u8],
@@ -837,48 +891,43 @@ impl Conduit for OfiConduit {
             SignalOp::Set => AmoOp::Set,
             SignalOp::Add => AmoOp::Add,
         };
-        self.put(pe, offset, src)?;
+        self.put(CtxId::DEFAULT, pe, offset, src)?;
         if pe == self.rank {
             std::sync::atomic::fence(Ordering::Release);
         } else {
             // The data must be delivered before the signal is.
-            self.quiet()?;
+            self.quiet_all()?;
         }
-        self.atomic(pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
+        self.atomic(
+            CtxId::DEFAULT,
+            pe,
+            sig_offset,
+            op,
+            AmoWidth::W64,
+            sig_value,
+            0,
+        )?;
         Ok(())
     }
 
-    fn fence(&self) -> Result<()> {
+    fn fence(&self, _ctx: CtxId) -> Result<()> {
         // One endpoint, no ordering asked of the provider: a fence is a
         // quiet.
-        self.quiet()
+        self.quiet_all()
     }
 
-    fn quiet(&self) -> Result<()> {
-        let start = {
-            let c = lock(&self.core);
-            (c.rma_issued, c.engine_issued)
-        };
-        self.drive_until(
-            |c| {
-                let rma = c.rma_quiet()?;
-                if rma && c.engine_completed >= c.engine_issued {
-                    return match c.nbi_error.take() {
-                        Some(e) => Err(e),
-                        None => Ok(Some(())),
-                    };
-                }
-                Ok(None)
-            },
-            || {
-                format!(
-                    "its {} RMA/atomic and {} engine operations to complete in quiet",
-                    start.0, start.1
-                )
-            },
-        )
+    fn quiet(&self, _ctx: CtxId) -> Result<()> {
+        self.quiet_all()
     }
 
+    /// Atomics carried as active messages are applied by the target's
+    /// engine with CPU atomics; the provider's own are not.
+    fn cpu_atomics(&self) -> bool {
+        !self.native_atomics
+    }
+}
+
+impl ActiveMessages for OfiConduit {
     fn am_request(
         &self,
         pe: usize,
@@ -912,6 +961,14 @@ impl Conduit for OfiConduit {
             .map_err(ConduitError::Am)
     }
 
+    fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        lock(&self.core)
+            .engine
+            .handlers_mut()
+            .register_system(index, f)
+            .map_err(ConduitError::Am)
+    }
+
     fn poll(&self) -> Result<()> {
         if let Ok(mut c) = self.core.try_lock() {
             c.progress();
@@ -921,10 +978,22 @@ impl Conduit for OfiConduit {
         }
         Ok(())
     }
+}
 
+impl JobBootstrap for OfiConduit {
     fn barrier(&self) -> Result<()> {
-        self.quiet()?;
-        self.boot().barrier()?;
+        self.quiet_all()?;
+        let r = self.boot().barrier();
+        if r.is_err() {
+            // A PE that ends the job leaves only once its exit request was
+            // acknowledged: if the bootstrap reports it gone, the request
+            // arrived first, and the job's status is the one it asked for.
+            let status = self.exit_status.load(Ordering::Acquire);
+            if status != NO_EXIT {
+                crate::wait::exit_job(status as i32);
+            }
+        }
+        r?;
         self.live(&lock(&self.core))
     }
 
@@ -937,16 +1006,39 @@ impl Conduit for OfiConduit {
         }
         self.boot().allgather(mine)
     }
+}
+
+impl Lifecycle for OfiConduit {
+    /// Bootstraps from the launcher's environment (rendezvous, PMI, PMIx)
+    /// and joins the job ([`OfiConduit::attach_with`]).
+    fn attach(job: &JobEnv, segment: SegmentRequest, settings: &Settings) -> Result<Self> {
+        let get = |k: &str| std::env::var(k).ok();
+        let boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
+        Self::attach_with(job.rank, job.size, segment, boot, settings)
+    }
+
+    /// Leaves the job: `quiet`, a barrier, then the progress thread stops.
+    /// Collective; calling it again does nothing.
+    fn finalize(&self) -> Result<()> {
+        if self.finalized.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.barrier()?;
+        self.finalized.store(true, Ordering::Release);
+        self.stop_thread();
+        lock(&self.core).drain(Duration::from_secs(1));
+        self.boot().finalize()
+    }
 
     fn global_exit(&self, status: i32) -> ! {
         crate::wait::note_job_exit();
         self.broadcast_exit(status);
-        crate::wait::exit_for_job(status)
+        crate::wait::exit_job(status)
     }
 
-    fn segment_backing(&self) -> Option<SegmentBacking> {
-        let (fd, len) = self.seg.backing();
-        Some(SegmentBacking { fd, offset: 0, len })
+    /// The provider, fabric and domain in use and how atomics travel.
+    fn describe(&self) -> String {
+        self.describe.clone()
     }
 }
 

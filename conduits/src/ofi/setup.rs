@@ -1,91 +1,17 @@
-//! What an ofi PE is told (its settings, from the environment) and what
-//! it tells the others (its address card, in the bootstrap all-gather),
-//! and the provider's names for the contract's atomics.
+//! What an ofi PE tells the others (its address card, in the bootstrap
+//! all-gather), and the provider's names for the contract's atomics. Its
+//! settings are the `FSHMEM_OFI_*` rows of [`crate::config::Settings`].
 
 use super::MAX_NAME;
 use super::sys::*;
 use crate::error::{ConduitError, Result};
 use crate::{AmoOp, AmoWidth};
 
-/// How atomics travel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Atomics {
-    /// By the provider when it supports every operation and is not in
-    /// [`UNTRUSTED_ATOMICS`], else as AMs.
-    #[default]
-    Auto,
-    /// Always as active messages.
-    Am,
-    /// By the provider whenever `fi_query_atomic` allows it, even one in
-    /// [`UNTRUSTED_ATOMICS`] (to re-check a newer libfabric).
-    Native,
-}
-
 /// Providers whose atomics `auto` does not use although `fi_query_atomic`
 /// offers them: with Debian's libfabric 1.17, shm's gave wrong values in
 /// `api_check` and ofi_rxd's crashed the process in `fi_cq_read`. Their
 /// RMA and messages pass every test; atomics then travel as AMs.
 pub const UNTRUSTED_ATOMICS: [&str; 2] = ["shm", "ofi_rxd"];
-
-/// Settings of [`OfiConduit::attach_with`], read from the environment by
-/// [`OfiConduit::attach`].
-#[derive(Clone, Debug, Default)]
-pub struct Settings {
-    /// `FSHMEM_OFI_PROVIDER`.
-    pub provider: Option<String>,
-    /// `FSHMEM_OFI_DOMAIN`.
-    pub domain: Option<String>,
-    /// `FSHMEM_OFI_ATOMICS`.
-    pub atomics: Atomics,
-    /// `SHMEM_INFO` set: PE 0 prints what it uses.
-    pub info: bool,
-}
-
-impl Settings {
-    /// Reads the `FSHMEM_OFI_*` variables through `get`; a bad value is an
-    /// error naming the variable.
-    ///
-    /// ```
-    /// use conduits::ofi::{Atomics, Settings};
-    /// let env = |k: &str| match k {
-    ///     "FSHMEM_OFI_PROVIDER" => Some("tcp;ofi_rxm".to_string()),
-    ///     "FSHMEM_OFI_ATOMICS" => Some("am".to_string()),
-    ///     _ => None,
-    /// };
-    /// let s = Settings::from_lookup(env).unwrap();
-    /// assert_eq!(s.provider.as_deref(), Some("tcp;ofi_rxm"));
-    /// assert_eq!(s.atomics, Atomics::Am);
-    /// let bad = |k: &str| (k == "FSHMEM_OFI_ATOMICS").then(|| "fast".to_string());
-    /// assert!(Settings::from_lookup(bad).unwrap_err().to_string().contains("FSHMEM_OFI_ATOMICS"));
-    /// ```
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Settings> {
-        let nonempty = |var: &str| -> Result<Option<String>> {
-            match get(var) {
-                None => Ok(None),
-                Some(v) if v.trim().is_empty() || v.contains('\0') => Err(ConduitError::Bootstrap(
-                    format!("{var}={v:?} must name one (fi_info -l lists them)"),
-                )),
-                Some(v) => Ok(Some(v.trim().to_string())),
-            }
-        };
-        let atomics = match get("FSHMEM_OFI_ATOMICS").as_deref().map(str::trim) {
-            None | Some("auto") => Atomics::Auto,
-            Some("am") => Atomics::Am,
-            Some("native") => Atomics::Native,
-            Some(v) => {
-                return Err(ConduitError::Bootstrap(format!(
-                    "FSHMEM_OFI_ATOMICS={v:?} must be auto, am or native"
-                )));
-            }
-        };
-        Ok(Settings {
-            provider: nonempty("FSHMEM_OFI_PROVIDER")?,
-            domain: nonempty("FSHMEM_OFI_DOMAIN")?,
-            atomics,
-            info: get("SHMEM_INFO").is_some_and(|v| !matches!(v.trim(), "" | "0")),
-        })
-    }
-}
 
 /// The provider's form of `op` on `width`: (datatype, op, flags kind).
 pub(crate) fn fi_amo(op: AmoOp, width: AmoWidth) -> (fi_datatype, fi_op, u64) {

@@ -76,17 +76,21 @@ mod shm;
 
 pub use shm::{SHM_DIR, job_file, job_files, job_prefix, remove_job_files};
 
+use crate::contract::{
+    ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
+    SignalOp,
+};
 use crate::error::{ConduitError, Result, check_pe, check_range, check_word, root_of};
 use crate::job::JobEnv;
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, Conduit, HandlerFn, SegmentBacking, SignalOp};
+use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use ctl::{Ctl, Layout, state};
 use gasnet_core::am::check_shape;
 use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, ReplySink, Token};
 use ring::{Header, Received, Ring};
 use shm::Region;
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 use std::time::{Duration, Instant};
 
 /// Largest job the smp conduit accepts.
@@ -126,6 +130,8 @@ pub struct SmpConduit {
     finalized: AtomicBool,
     /// Calls of `poll`, to pace its liveness checks.
     polls: AtomicU64,
+    /// The last context id handed out (contexts need no state here).
+    last_ctx: AtomicU32,
     /// Bootstrap completed (a conduit dropped before that failed it).
     ready: bool,
     _maps: Vec<Region>,
@@ -171,7 +177,7 @@ impl SmpConduit {
     /// every PE). Collective over the job: returns once every PE has
     /// attached and mapped every segment. A singleton job (no launcher)
     /// works the same way with one PE.
-    pub fn attach(job: &JobEnv, segment_len: usize) -> Result<SmpConduit> {
+    pub fn attach_len(job: &JobEnv, segment_len: usize) -> Result<SmpConduit> {
         let (rank, size) = (job.rank, job.size);
         if size == 0 || size > MAX_PES || rank >= size {
             return Err(ConduitError::Bootstrap(format!(
@@ -254,6 +260,7 @@ impl SmpConduit {
             reply_drain: AtomicBool::new(false),
             finalized: AtomicBool::new(false),
             polls: AtomicU64::new(0),
+            last_ctx: AtomicU32::new(0),
             ready: false,
             _maps: Vec::with_capacity(size + 1),
             seg_file,
@@ -302,30 +309,6 @@ impl SmpConduit {
         &self.job_id
     }
 
-    /// Registers a system handler (`1..FIRST_USER`), for the runtime layers
-    /// above the conduit.
-    pub fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-        self.handlers
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .register_system(index, f)?;
-        Ok(())
-    }
-
-    /// Leaves the job: a barrier with every PE, then this PE is marked
-    /// finalized. Collective; calling it again does nothing.
-    pub fn finalize(&self) -> Result<()> {
-        if self.finalized.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.barrier()?;
-        self.finalized.store(true, Ordering::Release);
-        self.ctl
-            .state(self.rank)
-            .store(state::FINALIZED, Ordering::Release);
-        Ok(())
-    }
-
     /// Cheap progress on every call: exits if the job was ended and serves
     /// messages if any are waiting.
     #[inline]
@@ -355,7 +338,7 @@ impl SmpConduit {
             self.ctl
                 .state(self.rank)
                 .store(state::FINALIZED, Ordering::Release);
-            crate::wait::exit_for_job(w as u32 as i32);
+            crate::wait::exit_job(w as u32 as i32);
         }
     }
 
@@ -700,7 +683,7 @@ impl ReplySink for Replier<'_> {
     }
 }
 
-impl Conduit for SmpConduit {
+impl Segments for SmpConduit {
     #[inline]
     fn rank(&self) -> usize {
         self.rank
@@ -726,8 +709,44 @@ impl Conduit for SmpConduit {
         self.segs.get(pe).copied()
     }
 
-    #[inline]
-    fn put(&self, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+    /// The PE's `/dev/shm` segment file (unlinked, still open), mapped from
+    /// offset 0.
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        use std::os::fd::AsRawFd;
+        Some(SegmentBacking {
+            fd: self.seg_file.as_raw_fd(),
+            offset: 0,
+            len: self.segment_len,
+        })
+    }
+}
+
+/// Every operation completes before it returns, so contexts need no state:
+/// `quiet` and `fence` are memory fences whatever the context.
+impl Rma for SmpConduit {
+    fn ctx_create(&self) -> Result<CtxId> {
+        let id = self
+            .last_ctx
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1);
+        // Ids are not reused; 2^32 - 1 creations are enough for any job.
+        if id == 0 {
+            return Err(ConduitError::ContextLimit {
+                max: u32::MAX as usize,
+            });
+        }
+        Ok(CtxId(id))
+    }
+
+    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+        if ctx == CtxId::DEFAULT {
+            return Err(ConduitError::NoContext { ctx: ctx.0 });
+        }
+        self.quiet(ctx)
+    }
+
+    #[inline(always)]
+    fn put(&self, _ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len)?;
         // SAFETY: the destination range lies inside pe's mapping (checked);
         // `ptr::copy` allows `src` to overlap it (a put from the segment to
@@ -736,8 +755,15 @@ impl Conduit for SmpConduit {
         self.progress()
     }
 
-    #[inline]
-    unsafe fn put_nbi(&self, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+    #[inline(always)]
+    unsafe fn put_nbi(
+        &self,
+        _ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
         // SAFETY: the destination is checked; the caller guarantees `src`
         // is valid for `len` bytes (contract of put_nbi).
@@ -745,16 +771,23 @@ impl Conduit for SmpConduit {
         self.progress()
     }
 
-    #[inline]
-    fn get(&self, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+    #[inline(always)]
+    fn get(&self, _ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
         check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
         // SAFETY: the source range lies inside pe's mapping (checked).
         unsafe { std::ptr::copy(self.seg_ptr(pe, offset), dst.as_mut_ptr(), dst.len()) };
         self.progress()
     }
 
-    #[inline]
-    unsafe fn get_nbi(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+    #[inline(always)]
+    unsafe fn get_nbi(
+        &self,
+        _ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
         // SAFETY: the source is checked; the caller guarantees `dst` is
         // valid for `len` bytes (contract of get_nbi).
@@ -762,9 +795,10 @@ impl Conduit for SmpConduit {
         self.progress()
     }
 
-    #[inline]
+    #[inline(always)]
     fn atomic(
         &self,
+        _ctx: CtxId,
         pe: usize,
         offset: usize,
         op: AmoOp,
@@ -784,6 +818,7 @@ impl Conduit for SmpConduit {
 
     fn put_signal(
         &self,
+        _ctx: CtxId,
         pe: usize,
         offset: usize,
         src: &[u8],
@@ -807,18 +842,25 @@ impl Conduit for SmpConduit {
         self.progress()
     }
 
-    #[inline]
-    fn fence(&self) -> Result<()> {
+    #[inline(always)]
+    fn fence(&self, _ctx: CtxId) -> Result<()> {
         fence(Ordering::Release);
         self.progress()
     }
 
-    #[inline]
-    fn quiet(&self) -> Result<()> {
+    #[inline(always)]
+    fn quiet(&self, _ctx: CtxId) -> Result<()> {
         fence(Ordering::SeqCst);
         self.progress()
     }
 
+    /// Atomics are CPU atomics on the mapped word.
+    fn cpu_atomics(&self) -> bool {
+        true
+    }
+}
+
+impl ActiveMessages for SmpConduit {
     fn am_request(
         &self,
         pe: usize,
@@ -862,6 +904,14 @@ impl Conduit for SmpConduit {
         Ok(())
     }
 
+    fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        self.handlers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .register_system(index, f)?;
+        Ok(())
+    }
+
     fn poll(&self) -> Result<()> {
         // The fast check first: an idle poll (every step of a wait) costs a
         // few loads, not the drain's compare-and-swaps.
@@ -873,7 +923,9 @@ impl Conduit for SmpConduit {
         }
         Ok(())
     }
+}
 
+impl JobBootstrap for SmpConduit {
     fn barrier(&self) -> Result<()> {
         self.barrier_until(None)
     }
@@ -910,6 +962,32 @@ impl Conduit for SmpConduit {
         self.barrier()?;
         Ok(all)
     }
+}
+
+impl Lifecycle for SmpConduit {
+    /// Joins the job with a segment of its own (`SegmentRequest::Own`): the
+    /// smp conduit allocates every segment it maps and cannot serve one it
+    /// did not allocate. Needs no settings.
+    fn attach(job: &JobEnv, segment: SegmentRequest, _settings: &crate::Settings) -> Result<Self> {
+        match segment {
+            SegmentRequest::Own(len) => SmpConduit::attach_len(job, len),
+            SegmentRequest::Over(_) => Err(ConduitError::Unsupported(
+                "smp: attaching over a segment another conduit allocated",
+            )),
+        }
+    }
+
+    fn finalize(&self) -> Result<()> {
+        if self.finalized.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.barrier()?;
+        self.finalized.store(true, Ordering::Release);
+        self.ctl
+            .state(self.rank)
+            .store(state::FINALIZED, Ordering::Release);
+        Ok(())
+    }
 
     fn global_exit(&self, status: i32) -> ! {
         crate::wait::note_job_exit();
@@ -920,18 +998,7 @@ impl Conduit for SmpConduit {
                 .compare_exchange(0, word, Ordering::AcqRel, Ordering::Relaxed);
         // Whoever set the word first decides the status of the whole job.
         self.check_global_exit();
-        crate::wait::exit_for_job(status)
-    }
-
-    /// The PE's `/dev/shm` segment file (unlinked, still open), mapped from
-    /// offset 0.
-    fn segment_backing(&self) -> Option<SegmentBacking> {
-        use std::os::fd::AsRawFd;
-        Some(SegmentBacking {
-            fd: self.seg_file.as_raw_fd(),
-            offset: 0,
-            len: self.segment_len,
-        })
+        crate::wait::exit_job(status)
     }
 }
 

@@ -32,7 +32,7 @@ fn run_job<T: Send>(n: usize, seg: usize, f: impl Fn(&SmpConduit) -> T + Sync) -
             .map(|r| {
                 let (id, f) = (&id, &f);
                 s.spawn(move || {
-                    let c = SmpConduit::attach(&job(r, n, id), seg).unwrap();
+                    let c = SmpConduit::attach_len(&job(r, n, id), seg).unwrap();
                     let v = f(&c);
                     c.finalize().unwrap();
                     v
@@ -53,29 +53,30 @@ fn run_job<T: Send>(n: usize, seg: usize, f: impl Fn(&SmpConduit) -> T + Sync) -
 fn singleton_put_get_atomic() {
     run_job(1, 4096, |c| {
         assert_eq!((c.rank(), c.size(), c.segment_len()), (0, 1, 4096));
-        c.put(0, 8, &[1, 2, 3]).unwrap();
+        c.put(CtxId::DEFAULT, 0, 8, &[1, 2, 3]).unwrap();
         let mut b = [0u8; 3];
-        c.get(0, 8, &mut b).unwrap();
+        c.get(CtxId::DEFAULT, 0, 8, &mut b).unwrap();
         assert_eq!(b, [1, 2, 3]);
         assert_eq!(
-            c.atomic(0, 16, AmoOp::FetchAdd, AmoWidth::W64, 5, 0)
+            c.atomic(CtxId::DEFAULT, 0, 16, AmoOp::FetchAdd, AmoWidth::W64, 5, 0)
                 .unwrap(),
             0
         );
         assert_eq!(
-            c.atomic(0, 16, AmoOp::Fetch, AmoWidth::W64, 0, 0).unwrap(),
+            c.atomic(CtxId::DEFAULT, 0, 16, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                .unwrap(),
             5
         );
         assert!(matches!(
-            c.atomic(0, 18, AmoOp::Fetch, AmoWidth::W32, 0, 0),
+            c.atomic(CtxId::DEFAULT, 0, 18, AmoOp::Fetch, AmoWidth::W32, 0, 0),
             Err(ConduitError::Misaligned { align: 4, .. })
         ));
         assert!(matches!(
-            c.put(0, 4090, &[0; 8]),
+            c.put(CtxId::DEFAULT, 0, 4090, &[0; 8]),
             Err(ConduitError::OutOfSegment { .. })
         ));
         assert!(matches!(
-            c.put(1, 0, &[0]),
+            c.put(CtxId::DEFAULT, 1, 0, &[0]),
             Err(ConduitError::PeOutOfRange { .. })
         ));
         assert_eq!(c.exchange(b"solo").unwrap(), vec![b"solo".to_vec()]);
@@ -88,23 +89,40 @@ fn all_pairs_puts_atomics_exchange() {
     let res = run_job(N, 1 << 16, |c| {
         let me = c.rank();
         for pe in 0..N {
-            c.put(pe, 64 * me, &[me as u8 + 1; 64]).unwrap();
-            c.atomic(pe, 8192, AmoOp::Add, AmoWidth::W64, 1 << me, 0)
+            c.put(CtxId::DEFAULT, pe, 64 * me, &[me as u8 + 1; 64])
                 .unwrap();
-            c.atomic(pe, 8200, AmoOp::FetchAdd, AmoWidth::W32, 1, 0)
-                .unwrap();
+            c.atomic(
+                CtxId::DEFAULT,
+                pe,
+                8192,
+                AmoOp::Add,
+                AmoWidth::W64,
+                1 << me,
+                0,
+            )
+            .unwrap();
+            c.atomic(
+                CtxId::DEFAULT,
+                pe,
+                8200,
+                AmoOp::FetchAdd,
+                AmoWidth::W32,
+                1,
+                0,
+            )
+            .unwrap();
         }
         c.barrier().unwrap();
         for src in 0..N {
             let mut b = [0u8; 64];
-            c.get(me, 64 * src, &mut b).unwrap();
+            c.get(CtxId::DEFAULT, me, 64 * src, &mut b).unwrap();
             assert_eq!(b, [src as u8 + 1; 64]);
         }
         let all = c.exchange(format!("pe{me}").as_bytes()).unwrap();
         (
-            c.atomic(me, 8192, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+            c.atomic(CtxId::DEFAULT, me, 8192, AmoOp::Fetch, AmoWidth::W64, 0, 0)
                 .unwrap(),
-            c.atomic(me, 8200, AmoOp::Fetch, AmoWidth::W32, 0, 0)
+            c.atomic(CtxId::DEFAULT, me, 8200, AmoOp::Fetch, AmoWidth::W32, 0, 0)
                 .unwrap(),
             all,
         )
@@ -198,6 +216,7 @@ fn put_signal_orders_data_before_signal() {
         if c.rank() == 0 {
             for round in 1..=200u64 {
                 c.put_signal(
+                    CtxId::DEFAULT,
                     1,
                     0,
                     &round.to_le_bytes().repeat(64),
@@ -209,7 +228,7 @@ fn put_signal_orders_data_before_signal() {
                 // Wait for the ack before the next round.
                 let mut b = Backoff::new();
                 while c
-                    .atomic(0, 8192, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .atomic(CtxId::DEFAULT, 0, 8192, AmoOp::Fetch, AmoWidth::W64, 0, 0)
                     .unwrap()
                     != round
                 {
@@ -220,16 +239,16 @@ fn put_signal_orders_data_before_signal() {
             for round in 1..=200u64 {
                 let mut b = Backoff::new();
                 while c
-                    .atomic(1, 4096, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .atomic(CtxId::DEFAULT, 1, 4096, AmoOp::Fetch, AmoWidth::W64, 0, 0)
                     .unwrap()
                     != round
                 {
                     b.snooze();
                 }
                 let mut buf = [0u8; 512];
-                c.get(1, 0, &mut buf).unwrap();
+                c.get(CtxId::DEFAULT, 1, 0, &mut buf).unwrap();
                 assert_eq!(buf.to_vec(), round.to_le_bytes().repeat(64));
-                c.atomic(0, 8192, AmoOp::Set, AmoWidth::W64, round, 0)
+                c.atomic(CtxId::DEFAULT, 0, 8192, AmoOp::Set, AmoWidth::W64, round, 0)
                     .unwrap();
             }
         }
@@ -241,8 +260,8 @@ fn put_signal_orders_data_before_signal() {
 fn mismatched_segment_len_is_refused() {
     let id = unique_id("m");
     std::thread::scope(|s| {
-        let a = s.spawn(|| SmpConduit::attach(&job(0, 2, &id), 4096).map(|_| ()));
-        let b = s.spawn(|| SmpConduit::attach(&job(1, 2, &id), 8192).map(|_| ()));
+        let a = s.spawn(|| SmpConduit::attach_len(&job(0, 2, &id), 4096).map(|_| ()));
+        let b = s.spawn(|| SmpConduit::attach_len(&job(1, 2, &id), 8192).map(|_| ()));
         let e = b.join().unwrap().unwrap_err().to_string();
         assert!(e.contains("8192") && e.contains("4096"), "{e}");
         // PE 0 waits for PE 1, which gave up: it must report PE 1.
@@ -262,7 +281,7 @@ fn peer_that_left_fails_the_barrier() {
             .map(|r| {
                 let id = &id;
                 s.spawn(move || {
-                    let c = SmpConduit::attach(&job(r, 2, id), 4096)?;
+                    let c = SmpConduit::attach_len(&job(r, 2, id), 4096)?;
                     if r == 1 {
                         drop(c); // leaves without finalize
                         return Ok(());
@@ -286,7 +305,7 @@ fn stale_files_give_a_clear_error() {
     let id = unique_id("s");
     let path = job_file(&id, "ctl");
     std::fs::write(&path, b"x").unwrap();
-    let e = SmpConduit::attach(&job(0, 1, &id), 64)
+    let e = SmpConduit::attach_len(&job(0, 1, &id), 64)
         .unwrap_err()
         .to_string();
     assert!(e.contains("already exists"), "{e}");

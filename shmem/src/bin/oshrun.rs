@@ -21,6 +21,7 @@
 //! that a job never outlives a killed oshrun.
 
 use clap::{Parser, ValueEnum};
+use conduits::ConduitKind;
 use conduits::bootstrap::rendezvous::Server;
 use conduits::smp::remove_job_files;
 use std::ffi::OsString;
@@ -72,19 +73,6 @@ Examples:
   oshrun -np 8 --prefix ./hello --verbose
   oshrun -n 4 --conduit ipv6 ./matmul";
 
-/// Which transport the PEs use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum ConduitArg {
-    /// Shared memory on this host (the default).
-    Smp,
-    /// UDP/IPv6 bridge, here over loopback ([::1]).
-    Ipv6,
-    /// FPGA boards: devsim boards started for the job, one per PE.
-    Fpga,
-    /// libfabric (FSHMEM_OFI_PROVIDER chooses the provider).
-    Ofi,
-}
-
 /// How PEs are pinned to CPUs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Bind {
@@ -112,10 +100,11 @@ struct Cli {
     )]
     np: u32,
 
-    /// Transport the PEs use: smp, ipv6 over [::1], or fpga on devsim
-    /// boards started for the job.
-    #[arg(long, value_enum, default_value_t = ConduitArg::Smp)]
-    conduit: ConduitArg,
+    /// Transport the PEs use: smp, ipv6 over [::1], fpga on devsim boards
+    /// started for the job, or ofi (libfabric; FSHMEM_OFI_PROVIDER chooses
+    /// the provider) (default: FSHMEM_CONDUIT, else smp).
+    #[arg(long, value_name = "CONDUIT", value_parser = parse_conduit)]
+    conduit: Option<ConduitKind>,
 
     /// Prefix every line a PE prints (stdout and stderr) with `[pe N] `.
     /// Without it, PEs write straight to oshrun's stdout and stderr.
@@ -139,6 +128,11 @@ struct Cli {
         allow_hyphen_values = true
     )]
     command: Vec<OsString>,
+}
+
+fn parse_conduit(s: &str) -> Result<ConduitKind, String> {
+    s.parse::<ConduitKind>()
+        .map_err(|_| format!("expected {}", ConduitKind::names()))
 }
 
 fn parse_job_id(s: &str) -> Result<String, String> {
@@ -214,11 +208,30 @@ struct Pe {
 
 fn run(cli: Cli) -> Result<u8, String> {
     let n = cli.np as usize;
+    // The settings every PE will read, checked once here: a bad value stops
+    // the job before it starts, naming the variable.
+    let env = |k: &str| std::env::var(k).ok();
+    let settings = conduits::Settings::from_lookup(env).map_err(|e| e.to_string())?;
+    let conduit = match cli.conduit {
+        Some(k) => k,
+        None => conduits::config::JobVars::from_lookup(env)
+            .map_err(|e| e.to_string())?
+            .conduit
+            .unwrap_or_default(),
+    };
+    if !conduit.is_built() {
+        return Err(format!(
+            "the {conduit} conduit is not built in: rebuild with the cargo feature `conduits/{}`",
+            conduit.feature()
+        ));
+    }
     let job_id = cli.job_id.clone().unwrap_or_else(default_job_id);
     let (program, args) = cli.command.split_first().expect("clap requires PROGRAM");
     // fpga: one devsim board per PE, stopped and removed when `boards` drops.
-    let boards = match cli.conduit {
-        ConduitArg::Fpga => Some(conduits::fpga::launch::Boards::start(&job_id, n)?),
+    let boards = match conduit {
+        ConduitKind::Fpga => Some(conduits::fpga::launch::Boards::start(
+            &job_id, n, &settings,
+        )?),
         _ => None,
     };
     let cpus = match cli.bind {
@@ -230,8 +243,8 @@ fn run(cli: Cli) -> Result<u8, String> {
     signals.block();
     // The ipv6 job's rendezvous server; it ends by itself once every PE
     // left (or one failed), and with oshrun in any case.
-    let rendezvous = match cli.conduit {
-        ConduitArg::Ipv6 | ConduitArg::Ofi => {
+    let rendezvous = match conduit {
+        ConduitKind::Ipv6 | ConduitKind::Ofi => {
             let any: std::net::SocketAddr = "[::1]:0".parse().expect("literal address");
             let server = Server::start(any, n, BOOTSTRAP_TIMEOUT)
                 .map_err(|e| format!("cannot start the ipv6 bootstrap server on [::1]: {e}"))?;
@@ -239,12 +252,7 @@ fn run(cli: Cli) -> Result<u8, String> {
         }
         _ => None,
     };
-    let conduit_name = match cli.conduit {
-        ConduitArg::Ipv6 => "ipv6",
-        ConduitArg::Fpga => "fpga",
-        ConduitArg::Ofi => "ofi",
-        ConduitArg::Smp => "smp",
-    };
+    let conduit_name = conduit.name();
     let parent = std::process::id() as libc::pid_t;
 
     let mut pes: Vec<Pe> = Vec::with_capacity(n);

@@ -14,7 +14,8 @@ use crate::coll::Coll;
 use crate::error::Result;
 use crate::runtime::{Runtime, layout};
 use crate::team::{TeamConfig, TeamState};
-use conduits::{AmoOp, AmoWidth, Conduit};
+use conduits::prelude::*;
+use conduits::{AmoOp, AmoWidth};
 use std::ffi::{c_int, c_long, c_void};
 use std::sync::{Arc, Mutex};
 
@@ -76,7 +77,15 @@ fn active_set(
         let off = layout::ACTIVE_SET_DIR + 8 * i;
         let old = rt
             .conduit
-            .atomic(0, off, AmoOp::CompareSwap, AmoWidth::W64, key, 0)
+            .atomic(
+                CtxId::DEFAULT,
+                0,
+                off,
+                AmoOp::CompareSwap,
+                AmoWidth::W64,
+                key,
+                0,
+            )
             .map_err(|e| rt.err(call, e))?;
         if old == 0 || old == key {
             slot = Some(first + i);

@@ -9,7 +9,8 @@
 use super::{CTX_DEFAULT, CtxH, ctx_pe, invalid, ok, rt};
 use crate::error::Result;
 use crate::pod::AmoElem;
-use conduits::{AmoOp, Conduit};
+use conduits::AmoOp;
+use conduits::prelude::*;
 use std::ffi::c_int;
 
 const DEFAULT: CtxH = CTX_DEFAULT as CtxH;
@@ -44,7 +45,15 @@ fn amo<T: AmoElem>(
         }
         let off = rt.sym_offset(call, addr, size_of::<T>())?;
         rt.conduit
-            .atomic(w, off, op, T::WIDTH, operand.to_bits(), compare.to_bits())
+            .atomic(
+                CtxId::DEFAULT,
+                w,
+                off,
+                op,
+                T::WIDTH,
+                operand.to_bits(),
+                compare.to_bits(),
+            )
             .map(T::from_bits)
             .map_err(|e| rt.err(call, e))
     })();

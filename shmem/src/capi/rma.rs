@@ -5,7 +5,8 @@
 use super::{CTX_DEFAULT, CtxH, ctx_pe, fail, for_rma_types, for_sized_types, nbytes, ok, rt};
 use crate::error::Result;
 use crate::runtime::Runtime;
-use conduits::{Conduit, SignalOp};
+use conduits::prelude::*;
+
 use std::ffi::{c_int, c_void};
 
 /// The default context, as a handle.
@@ -42,11 +43,11 @@ pub(crate) unsafe fn put_bytes(
         if nbi {
             // SAFETY: the caller keeps `src` valid and unmodified until the
             // next quiet (the C contract of the nbi routines).
-            unsafe { rt.conduit.put_nbi(w, off, src.cast(), len) }
+            unsafe { rt.conduit.put_nbi(CtxId::DEFAULT, w, off, src.cast(), len) }
         } else {
             // SAFETY: the caller passes `len` readable bytes at `src`.
             let s = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), len) };
-            rt.conduit.put(w, off, s)
+            rt.conduit.put(CtxId::DEFAULT, w, off, s)
         }
         .map_err(|e| rt.err(call, e))
     })();
@@ -79,11 +80,11 @@ pub(crate) unsafe fn get_bytes(
         if nbi {
             // SAFETY: the caller keeps `dest` valid and untouched until the
             // next quiet.
-            unsafe { rt.conduit.get_nbi(w, off, dest.cast(), len) }
+            unsafe { rt.conduit.get_nbi(CtxId::DEFAULT, w, off, dest.cast(), len) }
         } else {
             // SAFETY: the caller passes `len` writable bytes at `dest`.
             let d = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), len) };
-            rt.conduit.get(w, off, d)
+            rt.conduit.get(CtxId::DEFAULT, w, off, d)
         }
         .map_err(|e| rt.err(call, e))
     })();
@@ -127,12 +128,16 @@ pub(crate) unsafe fn strided(
                 let off = rt.sym_offset(call, d, blen)?;
                 // SAFETY: the caller passes readable local blocks.
                 let b = unsafe { std::slice::from_raw_parts(s as *const u8, blen) };
-                rt.conduit.put(w, off, b).map_err(|e| rt.err(call, e))?;
+                rt.conduit
+                    .put(CtxId::DEFAULT, w, off, b)
+                    .map_err(|e| rt.err(call, e))?;
             } else {
                 let off = rt.sym_offset(call, s, blen)?;
                 // SAFETY: the caller passes writable local blocks.
                 let b = unsafe { std::slice::from_raw_parts_mut(d as *mut u8, blen) };
-                rt.conduit.get(w, off, b).map_err(|e| rt.err(call, e))?;
+                rt.conduit
+                    .get(CtxId::DEFAULT, w, off, b)
+                    .map_err(|e| rt.err(call, e))?;
             }
         }
         Ok(())
@@ -170,7 +175,7 @@ pub(crate) unsafe fn put_signal(
         // SAFETY: the caller passes `len` readable bytes at `src`.
         let s = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), len) };
         rt.conduit
-            .put_signal(w, off, s, sig_off, op, signal)
+            .put_signal(CtxId::DEFAULT, w, off, s, sig_off, op, signal)
             .map_err(|e| rt.err(call, e))
     })();
     ok(r)
@@ -463,7 +468,15 @@ fn signal_amo(
         let w = ctx_pe(rt, call, ctx, pe, true)?;
         let off = rt.sym_offset(call, sig as usize, 8)?;
         rt.conduit
-            .atomic(w, off, op, conduits::AmoWidth::W64, value, 0)
+            .atomic(
+                CtxId::DEFAULT,
+                w,
+                off,
+                op,
+                conduits::AmoWidth::W64,
+                value,
+                0,
+            )
             .map(drop)
             .map_err(|e| rt.err(call, e))
     })();

@@ -6,7 +6,7 @@ use crate::config::{Config, OPENSHMEM_VERSION};
 use crate::ctx::ThreadLevel;
 use crate::error::ShmemError;
 use crate::runtime::{self, Runtime, StartOptions, layout};
-use conduits::Conduit;
+use conduits::prelude::*;
 use std::ffi::{c_char, c_int, c_long, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;

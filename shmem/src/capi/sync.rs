@@ -9,8 +9,9 @@
 use super::{fail, invalid, ok, rt};
 use crate::runtime::Runtime;
 use crate::wait::Cmp;
+use conduits::prelude::*;
 use conduits::wait::Backoff;
-use conduits::{AmoOp, AmoWidth, Conduit};
+use conduits::{AmoOp, AmoWidth};
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 
@@ -390,7 +391,15 @@ fn try_lock(rt: &Runtime, call: &'static str, off: usize) -> bool {
     let me = rt.my_pe() as u64 + 1;
     ok(rt
         .conduit
-        .atomic(0, off, AmoOp::CompareSwap, AmoWidth::W64, me, 0)
+        .atomic(
+            CtxId::DEFAULT,
+            0,
+            off,
+            AmoOp::CompareSwap,
+            AmoWidth::W64,
+            me,
+            0,
+        )
         .map_err(|e| rt.err(call, e)))
         == 0
 }
@@ -430,7 +439,7 @@ pub extern "C" fn shmem_clear_lock(lock: *mut i64) {
     ok(rt.quiet(CALL));
     ok(rt
         .conduit
-        .atomic(0, off, AmoOp::Set, AmoWidth::W64, 0, 0)
+        .atomic(CtxId::DEFAULT, 0, off, AmoOp::Set, AmoWidth::W64, 0, 0)
         .map_err(|e| rt.err(CALL, e)));
 }
 weak_alias!("shmem_clear_lock");

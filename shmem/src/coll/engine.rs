@@ -32,7 +32,8 @@ use crate::error::{Result, ShmemError};
 use crate::pod::{Pod, bytes_of};
 use crate::runtime::Runtime;
 use crate::team::{CELL, CollState, TeamState, aux_offset, record_offset, scratch_offset};
-use conduits::{AmoOp, AmoWidth, Conduit, ConduitError, SignalOp};
+use conduits::prelude::*;
+use conduits::{AmoOp, AmoWidth, ConduitError, SignalOp};
 use std::sync::MutexGuard;
 
 /// The barrier algorithm for a team of `n` PEs.
@@ -177,6 +178,7 @@ impl<'a> Coll<'a> {
         self.rt
             .conduit
             .put_signal(
+                CtxId::DEFAULT,
                 self.t.members[to],
                 off,
                 data,
@@ -199,6 +201,7 @@ impl<'a> Coll<'a> {
         self.rt
             .conduit
             .atomic(
+                CtxId::DEFAULT,
                 self.t.members[to],
                 self.counter(self.me()),
                 AmoOp::Add,
@@ -433,7 +436,7 @@ impl<'a> Coll<'a> {
         } else {
             self.rt
                 .conduit
-                .get(self.t.members[rank], off, &mut b)
+                .get(CtxId::DEFAULT, self.t.members[rank], off, &mut b)
                 .map_err(|e| self.err(e))?;
         }
         Ok(Record::decode(&b))
@@ -679,10 +682,13 @@ impl<'a> Coll<'a> {
             for k in 0..nelems {
                 self.rt
                     .conduit
-                    .put(pe, d_at(k), self.seg(s_at(to, k), es))
+                    .put(CtxId::DEFAULT, pe, d_at(k), self.seg(s_at(to, k), es))
                     .map_err(|e| self.err(e))?;
             }
-            self.rt.conduit.fence().map_err(|e| self.err(e))?;
+            self.rt
+                .conduit
+                .fence(CtxId::DEFAULT)
+                .map_err(|e| self.err(e))?;
             self.signal(to)?;
             if pairwise {
                 self.wait((me + n - s) % n)?;

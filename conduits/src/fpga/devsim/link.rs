@@ -29,8 +29,8 @@
 //! describes and reassembled before they reach the engine. Used alone it
 //! has no retransmission: a lost fragment is counted as a bad packet.
 
-use crate::ipv6::impair::{Impair, Impairer};
 use crate::ipv6::reliable::{self, Transport};
+use gasnet_core::impair::{Impair, Impairer};
 use gasnet_core::wire::{self, MAX_UDP6_PAYLOAD, Packet, max_fragment_payload};
 use std::collections::HashMap;
 use std::io;

@@ -640,9 +640,16 @@ impl BoardModel {
     /// Runs the board until `stop` is set: spinning while busy, then
     /// yielding, then sleeping when idle.
     pub fn run(&mut self, stop: &AtomicBool) {
+        self.run_pausable(stop, &AtomicBool::new(false))
+    }
+
+    /// As [`BoardModel::run`], but while `pause` is set the board does
+    /// nothing at all, as a board whose clock stopped: its links and queues
+    /// wait, unread (for tests of slow and silent targets).
+    pub fn run_pausable(&mut self, stop: &AtomicBool, pause: &AtomicBool) {
         let mut idle = 0u32;
         while !stop.load(Ordering::Relaxed) {
-            if self.step() {
+            if !pause.load(Ordering::Acquire) && self.step() {
                 idle = 0;
                 continue;
             }

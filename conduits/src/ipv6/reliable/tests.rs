@@ -2,7 +2,7 @@
 //! and reorders datagrams, driven by a seeded generator and a fake clock.
 
 use super::*;
-use crate::ipv6::segment::{SegMemory, Segment};
+use crate::segment::{SegMemory, Segment};
 use gasnet_core::AmoOp;
 use gasnet_core::AmoWidth;
 use gasnet_core::engine::{Command, Engine, GetInto, PutSource, Status};

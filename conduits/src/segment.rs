@@ -1,10 +1,11 @@
-//! The local segment of an ipv6 PE: a shared mapping of a memfd that the
-//! application loads and stores directly and the progress thread's engine
-//! serves remote puts, gets and atomics from (one mapping, shared through
-//! an `Arc`). The memfd stays open so that a layer can map part of the
-//! segment a second time ([`crate::Conduit::segment_backing`]; the C ABI
-//! maps the program's static data there): both mappings name the same
-//! pages.
+//! The local segment of a PE whose segment is host memory served by an
+//! engine (the ipv6 and ofi conduits): a shared mapping of a memfd (or of
+//! another conduit's segment file, [`Segment::over`]) that the application
+//! loads and stores directly and the progress thread's engine serves
+//! remote puts, gets and atomics from (one mapping, shared through an
+//! `Arc`). The file stays open so that a layer can map part of the segment
+//! a second time ([`crate::Segments::segment_backing`]; the C ABI maps the
+//! program's static data there): both mappings name the same pages.
 
 use crate::aligned::AlignedMap;
 use crate::error::{ConduitError, Result};
@@ -21,6 +22,8 @@ pub(crate) struct Segment {
     map: AlignedMap,
     /// The memfd behind `map`, open for the segment's life.
     file: File,
+    /// File offset of segment byte 0.
+    offset: u64,
     len: usize,
 }
 
@@ -42,7 +45,53 @@ impl Segment {
             .map_err(|e| io("ftruncate", e))?;
         let map = AlignedMap::map(file.as_raw_fd(), 0, len, crate::SEGMENT_ALIGN)
             .map_err(|e| io("mmap", e))?;
-        Ok(Arc::new(Segment { map, file, len }))
+        Ok(Arc::new(Segment {
+            map,
+            file,
+            offset: 0,
+            len,
+        }))
+    }
+
+    /// Maps the segment another conduit of this process allocated
+    /// ([`crate::SegmentRequest::Over`]): a duplicate of its descriptor,
+    /// so the file stays open as long as this segment lives, mapped shared
+    /// at a multiple of [`crate::SEGMENT_ALIGN`]. Bytes remote PEs put
+    /// through this conduit land in that file, where the other conduit's
+    /// mappings see them.
+    pub(crate) fn over(b: crate::SegmentBacking) -> Result<Arc<Segment>> {
+        let io = |what: &str, e: std::io::Error| {
+            ConduitError::Io(format!(
+                "{what} of the {}-byte segment behind descriptor {}: {e}",
+                b.len, b.fd
+            ))
+        };
+        // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor of the same file;
+        // it touches no memory.
+        let fd = unsafe { libc::fcntl(b.fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io("dup", std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let size = file.metadata().map_err(|e| io("fstat", e))?.len();
+        if b.offset
+            .checked_add(b.len as u64)
+            .is_none_or(|end| end > size.max(1))
+        {
+            return Err(ConduitError::Bootstrap(format!(
+                "the segment backing ({} bytes at offset {}) does not fit its {size}-byte file",
+                b.len, b.offset
+            )));
+        }
+        let map = AlignedMap::map(file.as_raw_fd(), b.offset, b.len, crate::SEGMENT_ALIGN)
+            .map_err(|e| io("mmap", e))?;
+        Ok(Arc::new(Segment {
+            map,
+            file,
+            offset: b.offset,
+            len: b.len,
+        }))
     }
 
     /// Base address.
@@ -50,9 +99,10 @@ impl Segment {
         self.map.ptr()
     }
 
-    /// The memfd (open while `self` lives) and the segment length.
-    pub(crate) fn backing(&self) -> (RawFd, usize) {
-        (self.file.as_raw_fd(), self.len)
+    /// The file (open while `self` lives), the offset of segment byte 0
+    /// in it and the segment length.
+    pub(crate) fn backing(&self) -> (RawFd, u64, usize) {
+        (self.file.as_raw_fd(), self.offset, self.len)
     }
 }
 

@@ -2,7 +2,9 @@
 //! back (reorder) a percentage of the datagrams a reliable transport sends.
 //! The ipv6 bridge applies it from `FSHMEM_IPV6_IMPAIR`, devsim's board
 //! links from `FSHMEM_DEVSIM_IMPAIR` (same syntax: `loss=5,dup=1,reorder=10`,
-//! see [`super::parse_impair`]).
+//! percentages of at most 50 each; see [`Impair`]'s
+//! [`ConfigValue`](crate::config::ConfigValue) form). No I/O: the caller
+//! sends what [`Impairer::pass`] and [`Impairer::release`] hand it.
 
 use std::time::{Duration, Instant};
 
@@ -15,6 +17,48 @@ pub struct Impair {
     pub dup: f64,
     /// Percent held back 0.1–2 ms.
     pub reorder: f64,
+}
+
+impl crate::config::ConfigValue for Impair {
+    /// Parses `loss=5,dup=1,reorder=10` (percentages, each at most 50; a
+    /// `%` sign is allowed; missing keys are 0).
+    ///
+    /// ```
+    /// use gasnet_core::config::ConfigValue;
+    /// use gasnet_core::impair::Impair;
+    /// let f = Impair::parse_value("loss=5,reorder=10%").unwrap();
+    /// assert_eq!((f.loss, f.dup, f.reorder), (5.0, 0.0, 10.0));
+    /// assert!(Impair::parse_value("loss=90").is_err());
+    /// assert_eq!(Impair::parse_value(&f.show_value()).unwrap(), f);
+    /// ```
+    fn parse_value(v: &str) -> Result<Impair, String> {
+        let mut f = Impair::default();
+        let bad = || "loss=P,dup=P,reorder=P (percentages of at most 50)".to_string();
+        for part in v.split(',').filter(|p| !p.trim().is_empty()) {
+            let (k, x) = part.split_once('=').ok_or_else(bad)?;
+            let x: f64 = x
+                .trim()
+                .trim_end_matches('%')
+                .parse()
+                .ok()
+                .filter(|x: &f64| (0.0..=50.0).contains(x))
+                .ok_or_else(bad)?;
+            match k.trim() {
+                "loss" => f.loss = x,
+                "dup" => f.dup = x,
+                "reorder" => f.reorder = x,
+                _ => return Err(bad()),
+            }
+        }
+        Ok(f)
+    }
+
+    fn show_value(&self) -> String {
+        format!(
+            "loss={},dup={},reorder={}",
+            self.loss, self.dup, self.reorder
+        )
+    }
 }
 
 /// Applies an [`Impair`] to a stream of outgoing datagrams, with a seeded

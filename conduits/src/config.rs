@@ -1,0 +1,241 @@
+//! The conduits' configuration: every variable the transports, the
+//! bootstrap and the board launcher read, declared once
+//! ([`gasnet_core::config_table!`]).
+//!
+//! Conduits never read the environment: the runtime (or `oshrun`) reads
+//! [`Settings`] once — `Settings::from_lookup(|k| std::env::var(k).ok())` —
+//! and hands it to [`crate::Lifecycle::attach`]. A bad value is a
+//! [`ConfigError`] naming the variable; `SHMEM_INFO=1` lists these rows
+//! beside the runtime's.
+//!
+//! The variables a launcher sets for each PE (`FSHMEM_RANK`, ...) are the
+//! job's, read by [`crate::JobEnv`] from the rows of [`JobVars`].
+
+use crate::ConduitKind;
+use gasnet_core::config::{ConfigError, ConfigValue, Plain, Size, Unset, within, within_duration};
+use gasnet_core::impair::Impair;
+use std::net::Ipv6Addr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How the ipv6 conduit batches datagrams (`FSHMEM_IPV6_BATCH`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BatchMode {
+    /// One system call per datagram.
+    None,
+    /// `recvmmsg`/`sendmmsg`.
+    Mmsg,
+    /// `recvmmsg`/`sendmmsg`, and UDP GSO for runs of equal datagrams.
+    #[default]
+    Gso,
+}
+
+impl ConfigValue for BatchMode {
+    fn parse_value(s: &str) -> Result<BatchMode, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" => Ok(BatchMode::None),
+            "mmsg" => Ok(BatchMode::Mmsg),
+            "gso" => Ok(BatchMode::Gso),
+            _ => Err("gso, mmsg or none".to_string()),
+        }
+    }
+    fn show_value(&self) -> String {
+        match self {
+            BatchMode::None => "none",
+            BatchMode::Mmsg => "mmsg",
+            BatchMode::Gso => "gso",
+        }
+        .to_string()
+    }
+}
+
+impl ConfigValue for ConduitKind {
+    fn parse_value(s: &str) -> Result<ConduitKind, String> {
+        s.parse()
+            .map_err(|_| format!("a conduit: {}", ConduitKind::names()))
+    }
+    fn show_value(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+/// How the ofi conduit performs atomics (`FSHMEM_OFI_ATOMICS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OfiAtomics {
+    /// By the provider when it supports every operation and is trusted,
+    /// else as active messages.
+    #[default]
+    Auto,
+    /// Always as active messages.
+    Am,
+    /// By the provider whenever `fi_query_atomic` allows it.
+    Native,
+}
+
+impl ConfigValue for OfiAtomics {
+    fn parse_value(s: &str) -> Result<OfiAtomics, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(OfiAtomics::Auto),
+            "am" => Ok(OfiAtomics::Am),
+            "native" => Ok(OfiAtomics::Native),
+            _ => Err("auto, am or native".to_string()),
+        }
+    }
+    fn show_value(&self) -> String {
+        match self {
+            OfiAtomics::Auto => "auto",
+            OfiAtomics::Am => "am",
+            OfiAtomics::Native => "native",
+        }
+        .to_string()
+    }
+}
+
+fn check_ofi_name(v: &Option<String>) -> Result<(), String> {
+    match v {
+        Some(s) if s.contains('\0') => Err("a name fi_info -l lists".to_string()),
+        _ => Ok(()),
+    }
+}
+
+/// The faults a devsim board can inject (`FSHMEM_DEVSIM_FAULT`), for tests
+/// of the attach health check; `devsim board --fault` takes the same names.
+pub const DEVSIM_FAULTS: &[&str] = &["none", "get", "inline-put", "segment-put", "atomic"];
+
+fn check_fault(f: &str) -> Result<(), String> {
+    if DEVSIM_FAULTS.contains(&f) {
+        Ok(())
+    } else {
+        Err(format!("one of {}", DEVSIM_FAULTS.join(", ")))
+    }
+}
+
+fn check_prefix(p: &Option<String>) -> Result<(), String> {
+    let Some(p) = p else { return Ok(()) };
+    let ok = p.split_once('/').is_some_and(|(a, len)| {
+        a.parse::<Ipv6Addr>().is_ok() && len.parse::<u32>().is_ok_and(|l| l <= 128)
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err("an IPv6 prefix such as fd00:f5::/64".to_string())
+    }
+}
+
+gasnet_core::config_table! {
+    /// Settings of every conduit, the bootstrap and the devsim board
+    /// launcher, typed; handed to [`crate::Lifecycle::attach`].
+    pub struct Settings {
+        wait_timeout: Option<Duration> = "FSHMEM_WAIT_TIMEOUT", default "off", Plain,
+            help "a wait that makes no progress this long reports who waits on what and ends the job (off: forever)";
+        peer_timeout: Duration = "FSHMEM_PEER_TIMEOUT", default "10s", Plain,
+            help "ipv6 and board links: silence of a needed peer before it is declared failed",
+            check |d: &Duration| within_duration(*d, Duration::from_millis(10), Duration::from_secs(86_400));
+        bootstrap_timeout: Duration = "FSHMEM_BOOTSTRAP_TIMEOUT", default "60s", Plain,
+            help "how long the rendezvous bootstrap waits for every PE to join";
+        pmix_library: Option<PathBuf> = "FSHMEM_PMIX_LIBRARY", default "", Unset,
+            help "the PMIx library loaded under a PMIx launcher (default libpmix.so.2)";
+        ipv6_addr: Option<Ipv6Addr> = "FSHMEM_IPV6_ADDR", default "", Unset,
+            help "ipv6: the address to bind the data socket to (default: the route to the rendezvous, a unique-local address, ::1)";
+        ipv6_prefix: Option<String> = "FSHMEM_IPV6_PREFIX", default "", Unset,
+            help "ipv6: bind to this host's address in this prefix (e.g. fd00:f5::/64)",
+            check check_prefix;
+        ipv6_mtu: Option<usize> = "FSHMEM_IPV6_MTU", default "", Unset,
+            help "ipv6: path MTU to assume (default: the route's)",
+            check |m: &Option<usize>| m.map_or(Ok(()), |m| within(m, 1280, 65575));
+        ipv6_impair: Option<Impair> = "FSHMEM_IPV6_IMPAIR", default "", Unset,
+            help "ipv6, tests only: loss=P,dup=P,reorder=P percent of datagrams sent";
+        ipv6_batch: BatchMode = "FSHMEM_IPV6_BATCH", default "gso", Plain,
+            help "ipv6: datagram batching, gso, mmsg or none";
+        ipv6_stats: bool = "FSHMEM_IPV6_STATS", default "0", Plain,
+            help "ipv6: print the reliable transport's counters to stderr at finalize";
+        fpga_device: Option<PathBuf> = "FSHMEM_FPGA_DEVICE", default "", Unset,
+            help "fpga: the board (a devsim directory or a PCI address; default: the rank-th board found)";
+        fpga_window: u64 = "FSHMEM_FPGA_WINDOW", default "1G", Size,
+            help "devsim: bytes of each board's DDR window (sparse)",
+            check |w: &u64| within(*w, 1 << 20, 1 << 40);
+        devsim: Option<PathBuf> = "FSHMEM_DEVSIM", default "", Unset,
+            help "the devsim program that starts boards (default: devsim beside the launcher, then PATH)";
+        devsim_impair: Option<Impair> = "FSHMEM_DEVSIM_IMPAIR", default "", Unset,
+            help "devsim, tests only: loss=P,dup=P,reorder=P percent of link datagrams";
+        ofi_provider: Option<String> = "FSHMEM_OFI_PROVIDER", default "", Unset,
+            help "ofi: the provider as fi_info -l names it (tcp;ofi_rxm, shm, verbs;ofi_rxm; default: the first fi_getinfo offers)",
+            check check_ofi_name;
+        ofi_domain: Option<String> = "FSHMEM_OFI_DOMAIN", default "", Unset,
+            help "ofi: the domain (interface), e.g. lo (default: the provider's first)",
+            check check_ofi_name;
+        ofi_atomics: OfiAtomics = "FSHMEM_OFI_ATOMICS", default "auto", Plain,
+            help "ofi: atomics by the provider when it can and is trusted (auto), always as AMs (am), or by the provider whenever offered (native)";
+        devsim_fault: String = "FSHMEM_DEVSIM_FAULT", default "none", Plain,
+            help "devsim, tests only: inject a fault (get, inline-put, segment-put, atomic)",
+            check |f: &String| check_fault(f);
+    }
+}
+
+impl Settings {
+    /// Reads the settings from the process environment.
+    pub fn from_env() -> Result<Settings, ConfigError> {
+        Settings::from_lookup(|k| std::env::var(k).ok())
+    }
+}
+
+gasnet_core::config_table! {
+    /// The variables a launcher sets for each PE (`oshrun` sets them all;
+    /// under another launcher its own variables stand in, see
+    /// [`crate::JobEnv`]).
+    pub struct JobVars {
+        rank: Option<usize> = "FSHMEM_RANK", default "", Unset,
+            help "set by the launcher: this PE's rank";
+        size: Option<usize> = "FSHMEM_SIZE", default "", Unset,
+            help "set by the launcher: the number of PEs",
+            check |s: &Option<usize>| s.map_or(Ok(()), |s| within(s, 1, gasnet_core::MAX_NODES));
+        job_id: Option<String> = "FSHMEM_JOB_ID", default "", Unset,
+            help "set by the launcher: names the job's shared resources ([A-Za-z0-9_-], 1..=64)",
+            check |j: &Option<String>| match j {
+                Some(j) if j.len() > 64
+                    || !j.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+                {
+                    Err("1..=64 characters of [A-Za-z0-9_-]".to_string())
+                }
+                _ => Ok(()),
+            };
+        conduit: Option<ConduitKind> = "FSHMEM_CONDUIT", default "", Unset,
+            help "the conduit (smp, ipv6, fpga, ofi; default smp, or ipv6 under another launcher)";
+        bootstrap: Option<String> = "FSHMEM_BOOTSTRAP", default "", Unset,
+            help "ipv6: host:port of the rendezvous server (set by oshrun --conduit ipv6)";
+        launcher_fd: Option<usize> = "FSHMEM_LAUNCHER_FD", default "", Unset,
+            help "set by oshrun: the pipe on which a PE names the PE that failed first";
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_default_parses_and_bad_values_name_their_variable() {
+        let s = Settings::default();
+        assert_eq!(s.peer_timeout, Duration::from_secs(10));
+        assert_eq!(s.ipv6_batch, BatchMode::Gso);
+        assert_eq!(s.fpga_window, 1 << 30);
+        for (var, bad) in [
+            ("FSHMEM_PEER_TIMEOUT", "soon"),
+            ("FSHMEM_PEER_TIMEOUT", "1ms"),
+            ("FSHMEM_IPV6_ADDR", "10.0.0.1"),
+            ("FSHMEM_IPV6_PREFIX", "fd00::"),
+            ("FSHMEM_IPV6_MTU", "100"),
+            ("FSHMEM_IPV6_IMPAIR", "loss=90"),
+            ("FSHMEM_IPV6_BATCH", "fast"),
+            ("FSHMEM_FPGA_WINDOW", "1.5G"),
+            ("FSHMEM_DEVSIM_FAULT", "melt"),
+            ("FSHMEM_WAIT_TIMEOUT", "-3"),
+        ] {
+            let e = Settings::from_lookup(|k| (k == var).then(|| bad.to_string())).unwrap_err();
+            assert_eq!(e.var, var, "{e}");
+            assert!(e.to_string().contains(&format!("{bad:?}")), "{e}");
+        }
+        let e =
+            JobVars::from_lookup(|k| (k == "FSHMEM_CONDUIT").then(|| "tcp".into())).unwrap_err();
+        assert!(e.to_string().contains("smp, ipv6, fpga or ofi"), "{e}");
+    }
+}
