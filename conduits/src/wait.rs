@@ -134,11 +134,8 @@ pub struct Backoff {
     steps: u64,
     /// When the clock of [`Backoff::timed_out`] started (first read).
     since: Option<Instant>,
-    /// A limit of this wait's own instead of the process-wide timeout
-    /// (tests, which must not change the timeout of other tests running in
-    /// the same process).
-    #[cfg(test)]
-    limit: Option<Duration>,
+    /// This wait's own timeout, instead of the process-wide one.
+    limit: Option<Option<Duration>>,
 }
 
 impl Backoff {
@@ -148,15 +145,13 @@ impl Backoff {
         Backoff {
             steps: 0,
             since: None,
-            #[cfg(test)]
             limit: None,
         }
     }
 
-    /// A backoff that times out after `limit` whatever the process-wide
-    /// timeout.
-    #[cfg(test)]
-    fn with_limit(limit: Duration) -> Backoff {
+    /// A backoff whose [`Backoff::timed_out`] uses `limit` instead of the
+    /// process-wide wait timeout.
+    pub fn with_timeout(limit: Option<Duration>) -> Backoff {
         Backoff {
             limit: Some(limit),
             ..Backoff::new()
@@ -177,10 +172,7 @@ impl Backoff {
 
     #[cold]
     fn timed_out_now(&mut self) -> Option<Duration> {
-        #[cfg(test)]
-        let limit = self.limit.or_else(timeout)?;
-        #[cfg(not(test))]
-        let limit = timeout()?;
+        let limit = self.limit.unwrap_or_else(timeout)?;
         let now = Instant::now();
         let since = *self.since.get_or_insert(now);
         let waited = now.saturating_duration_since(since);
@@ -273,15 +265,14 @@ mod tests {
 
     #[test]
     fn no_timeout_by_default_and_reset_restarts_the_clock() {
-        // The process-wide timeout is never set in this process: other
-        // tests of the crate wait in the same process.
-        assert_eq!(timeout(), None);
-        let mut b = Backoff::new();
+        // Never the process-wide timeout: other tests of this process wait
+        // under it meanwhile.
+        let mut b = Backoff::with_timeout(None);
         for _ in 0..10_000 {
             assert!(b.timed_out().is_none());
             b.snooze();
         }
-        let mut b = Backoff::with_limit(Duration::from_millis(30));
+        let mut b = Backoff::with_timeout(Some(Duration::from_millis(30)));
         let start = Instant::now();
         let mut resets = 0;
         let waited = loop {

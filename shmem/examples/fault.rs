@@ -124,6 +124,9 @@ fn crash(sh: &shmem::Shmem, kind: &str) {
             }
         }
     }
+    // The next runtime call is the wait: a test that kills PE 1 once every
+    // PE said this knows every PE is past the barrier.
+    println!("fault: PE {me} waiting");
     match flag.wait_until(0, Cmp::Eq, 1) {
         Ok(_) => println!("fault: PE {me}: the flag was set?"),
         Err(e) => println!("fault: PE {me} detected at {}: {e}", now_ms()),

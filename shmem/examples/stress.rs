@@ -18,7 +18,8 @@
 //! before the ticket table fills. At the
 //! end every PE checks every byte of its slots and every counter, and PE 0
 //! that every ticket was handed out exactly once: nothing lost, nothing
-//! applied twice. Prints `stress: PE r: R rounds ... OK`; any difference is
+//! applied twice. Prints `stress: PE r: running` after the first round's
+//! barrier and `stress: PE r: R rounds ... OK` at the end; any difference is
 //! printed and the PE exits 1.
 
 use std::time::{Duration, Instant};
@@ -212,6 +213,11 @@ fn main() {
             }
         }
         ck(sh.barrier_all(), "barrier_all");
+        if round == 1 {
+            // Every PE is past the first barrier: a test may now disturb
+            // the job.
+            println!("stress: PE {me}: running");
+        }
         // Every PE knows tickets_total (by replay): all stop together
         // before the ticket table could overflow.
         // PE 0 names the round after which everybody stops: a PE may see

@@ -77,49 +77,189 @@ impl RunOutput {
     }
 }
 
-/// Starts `cmd` with stdout and stderr captured.
-pub fn spawn(cmd: &mut Command) -> Child {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
+/// A command started by [`spawn`]: its output is collected as it comes, a
+/// test may wait for a line of it ([`Running::wait_line`]), and whatever
+/// happens to the test — a timeout, a failed assertion, a panic — the
+/// command and every process it started are stopped: dropping a `Running`
+/// that has not finished sends SIGTERM to its process group (oshrun then
+/// stops its PEs and removes the job's files), and SIGKILL to the group if
+/// it is still there 2 s later. No test leaves a job running.
+pub struct Running {
+    child: Child,
+    /// Lines of stdout as the reader thread receives them.
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every line of stdout taken from `lines` so far.
+    stdout: String,
+    stdout_reader: Option<std::thread::JoinHandle<()>>,
+    stderr_reader: Option<std::thread::JoinHandle<String>>,
+    start: Instant,
+    done: bool,
 }
 
-/// Waits for `child` (started by [`spawn`]) to end and collects its output;
-/// kills it and panics if it runs longer than `timeout`.
-pub fn finish(mut child: Child, timeout: Duration) -> RunOutput {
-    let start = Instant::now();
-    let drain = |s: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            if let Some(mut s) = s {
-                let _ = s.read_to_end(&mut v);
+/// Starts `cmd` in a process group of its own, with stdout and stderr
+/// captured. Should the test process itself be killed (so that no `Drop`
+/// runs), the command gets SIGTERM (`PR_SET_PDEATHSIG`); that signal is tied
+/// to the spawning *thread*, so spawn and [`finish`] a command on the same
+/// thread.
+pub fn spawn(cmd: &mut Command) -> Running {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and only
+    // makes the async-signal-safe prctl system call.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
             }
-            String::from_utf8_lossy(&v).into_owned()
-        })
-    };
-    let out = drain(child.stdout.take().map(|s| Box::new(s) as _));
-    let err = drain(child.stderr.take().map(|s| Box::new(s) as _));
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let (tx, lines) = std::sync::mpsc::channel();
+    let out = child.stdout.take().expect("stdout is piped");
+    let stdout_reader = std::thread::spawn(move || {
+        let mut r = std::io::BufReader::new(out);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx
+                        .send(String::from_utf8_lossy(&line).into_owned())
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let mut err = child.stderr.take().expect("stderr is piped");
+    let stderr_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        String::from_utf8_lossy(&v).into_owned()
+    });
+    Running {
+        child,
+        lines,
+        stdout: String::new(),
+        stdout_reader: Some(stdout_reader),
+        stderr_reader: Some(stderr_reader),
+        start: Instant::now(),
+        done: false,
+    }
+}
+
+impl Running {
+    /// The process id of the command (its process group id too).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until the command prints a line of stdout for which `want`
+    /// holds (without its newline) and returns it; `None` if the command
+    /// closes stdout or `timeout` passes first. Lines read on the way are
+    /// kept for [`finish`].
+    pub fn wait_line(&mut self, timeout: Duration, want: impl Fn(&str) -> bool) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.stdout.push_str(&line);
+                    let l = line.trim_end_matches('\n');
+                    if want(l) {
+                        return Some(l.to_string());
+                    }
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Stdout so far (the lines [`Running::wait_line`] has read).
+    pub fn stdout_so_far(&self) -> &str {
+        &self.stdout
+    }
+
+    /// Stops the command's process group: SIGTERM, then SIGKILL if it has
+    /// not ended within 2 s.
+    fn stop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: kill has no memory preconditions; the group is the one
+        // this child leads (spawned with process_group(0)).
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The leader may be gone while PEs it started linger: kill the
+        // whole group regardless (an empty group is ESRCH, harmless).
+        // SAFETY: as above.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.done {
+            self.stop();
+        }
+    }
+}
+
+/// Waits for `job` (started by [`spawn`]) to end and collects its output;
+/// stops it (its whole process group) and panics if it runs longer than
+/// `timeout` from its start.
+pub fn finish(mut job: Running, timeout: Duration) -> RunOutput {
     let status = loop {
-        if let Some(st) = child.try_wait().expect("wait for child") {
+        if let Some(st) = job.child.try_wait().expect("wait for child") {
             break st;
         }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
+        if job.start.elapsed() > timeout {
+            job.stop();
+            job.done = true;
+            let err = job
+                .stderr_reader
+                .take()
+                .and_then(|h| h.join().ok())
+                .unwrap_or_default();
             panic!(
-                "timed out after {timeout:?}; stderr so far:\n{}",
-                err.join().unwrap_or_default()
+                "timed out after {timeout:?}; stdout so far:\n{}{}\nstderr:\n{err}",
+                job.stdout,
+                job.lines.try_iter().collect::<String>()
             );
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let elapsed = start.elapsed();
+    job.done = true;
+    let elapsed = job.start.elapsed();
+    if let Some(h) = job.stdout_reader.take() {
+        let _ = h.join();
+    }
+    let rest: String = job.lines.try_iter().collect();
+    job.stdout.push_str(&rest);
+    let stderr = job
+        .stderr_reader
+        .take()
+        .and_then(|h| h.join().ok())
+        .unwrap_or_default();
     RunOutput {
         status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
+        stdout: std::mem::take(&mut job.stdout),
+        stderr,
         elapsed,
     }
 }

@@ -49,7 +49,7 @@ fn crash(conduit: &str, kind: &str) {
     let prog = example("fault");
     let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", conduit, "--job-id", &id]);
     cmd.arg(&prog).args(["crash", kind]);
-    let child = spawn(&mut cmd);
+    let mut child = spawn(&mut cmd);
     let mut failed_at = None;
     if kind == "kill" {
         // Find PE 1 through the job's environment, let the job reach its
@@ -62,7 +62,24 @@ fn crash(conduit: &str, kind: &str) {
             }),
             "{conduit}: the job's PEs never all started"
         );
-        std::thread::sleep(Duration::from_millis(700));
+        // Every PE says so when its next runtime call is the wait (all
+        // are past the barrier, which would fail on a dead PE).
+        let mut waiting = [false; 4];
+        while !waiting.iter().all(|&w| w) {
+            let line = child.wait_line(Duration::from_secs(20), |l| {
+                l.starts_with("fault: PE ") && l.ends_with(" waiting")
+            });
+            let Some(line) = line else {
+                panic!(
+                    "{conduit}: not every PE reached its wait: {}",
+                    child.stdout_so_far()
+                );
+            };
+            let pe: usize = line["fault: PE ".len()..line.len() - " waiting".len()]
+                .parse()
+                .expect("a PE number");
+            waiting[pe] = true;
+        }
         let now = now_ms();
         // SAFETY: kill has no memory preconditions; the pid is PE 1's.
         assert_eq!(unsafe { libc_kill(pid[0] as i32, 9) }, 0);

@@ -121,7 +121,7 @@ fn board_fails(sig: i32, expect: &str) {
     cmd.arg(example("stress"))
         .args(["20", "1000000", "5"])
         .env("FSHMEM_PEER_TIMEOUT", "1");
-    let child = spawn(&mut cmd);
+    let mut child = spawn(&mut cmd);
     let pid_file = std::path::PathBuf::from(format!("/dev/shm/fshmem-{id}-board1/pid"));
     let mut pid = 0i32;
     assert!(
@@ -134,7 +134,13 @@ fn board_fails(sig: i32, expect: &str) {
         }),
         "board 1 never started"
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child
+            .wait_line(Duration::from_secs(20), |l| l == "stress: PE 0: running")
+            .is_some(),
+        "the job never ran: {}",
+        child.stdout_so_far()
+    );
     // SAFETY: kill has no memory preconditions; the pid is board 1's.
     assert_eq!(unsafe { libc_kill(pid, sig) }, 0);
     let out = finish(child, Duration::from_secs(40));

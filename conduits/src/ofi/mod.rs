@@ -2,7 +2,7 @@
 //! efa, tcp, shm), through one reliable-datagram endpoint per PE.
 //!
 //! (Over 800 lines as one cohesive thing: the contract's operations on one
-//! endpoint, each a few lines over [`core`]; setup lives in [`fabric`] and
+//! endpoint, each a few lines over `core.rs`; setup lives in [`fabric`] and
 //! `setup.rs`, the libfabric calls in [`api`].)
 //!
 //! # Operations
