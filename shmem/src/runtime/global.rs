@@ -98,7 +98,12 @@ extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
             });
             IN_EXIT_HOOK.store(true, Ordering::Release);
             conduits::wait::note_exit_handler(true);
-            let finalized = rt.finalize();
+            // As the C ABI's shmem_finalize (a barrier, the conduit kept
+            // until exit, where it leaves the job), so that this PE meets
+            // peers that called shmem_finalize.
+            let finalized = rt
+                .barrier_all("shmem_finalize")
+                .and_then(|()| rt.finalize());
             conduits::wait::note_exit_handler(false);
             IN_EXIT_HOOK.store(false, Ordering::Release);
             drop(done);

@@ -57,8 +57,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod global;
 
-pub(crate) use global::{finish, finish_and_park, with_runtime};
 use global::{IN_EXIT_HOOK, Parked, exit_now, take_parked};
+pub(crate) use global::{finish, finish_and_park, with_runtime};
 
 /// Offsets of the runtime-internal region of the segment.
 pub mod layout {
