@@ -232,7 +232,10 @@ extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
             let (done, waited) = std::sync::mpsc::channel::<()>();
             let me = rt.me;
             let notice = std::thread::Builder::new().spawn(move || {
-                if waited.recv_timeout(EXIT_NOTICE_AFTER).is_err() {
+                // Disconnected: the finalization ended in time.
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    waited.recv_timeout(EXIT_NOTICE_AFTER)
+                {
                     conduits::report!(
                         "PE {me}: left main (or called exit) without shmem_finalize; waiting at exit for the other PEs to finalize"
                     );
@@ -352,7 +355,22 @@ impl Runtime {
             }
             None => {
                 let c = AnyConduit::attach(&job, SegmentRequest::Own(segment_len), &config.conduit)
-                    .map_err(|e| ShmemError::conduit(me, "shmem_init", e))?;
+                    .map_err(|e| match e {
+                        // Name the setting that asked for the space.
+                        ConduitError::NoSpace { what, asked, free } => ShmemError::conduit(
+                            me,
+                            "shmem_init",
+                            ConduitError::NoSpace {
+                                what: format!(
+                                    "the symmetric heap (SHMEM_SYMMETRIC_SIZE={}) in {what}",
+                                    format_size(heap_len as u64)
+                                ),
+                                asked,
+                                free,
+                            },
+                        ),
+                        e => ShmemError::conduit(me, "shmem_init", e),
+                    })?;
                 (c, None)
             }
         };
