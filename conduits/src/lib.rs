@@ -35,6 +35,7 @@ pub mod fpga;
 pub mod ipv6;
 pub mod job;
 pub mod job_lock;
+mod kinds;
 pub mod liveness;
 #[cfg(feature = "ofi")]
 pub mod ofi;
@@ -58,9 +59,10 @@ pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 #[cfg(feature = "ipv6")]
 pub use ipv6::Ipv6Conduit;
 pub use job::JobEnv;
+pub use kinds::ConduitKind;
 #[cfg(feature = "ofi")]
 pub use ofi::OfiConduit;
-pub use registry::{AnyConduit, ConduitKind};
+pub use registry::AnyConduit;
 #[cfg(feature = "smp")]
 pub use smp::SmpConduit;
 

@@ -184,6 +184,19 @@ fn collectives_report_differing_arguments_on_ipv6_and_fpga() {
     }
 }
 
+/// The environment that selects the ofi conduit's provider (tcp over the
+/// loopback device, the one every libfabric has); none for the others.
+fn ofi_env(conduit: &str) -> &'static [(&'static str, &'static str)] {
+    if conduit == "ofi" {
+        &[
+            ("FSHMEM_OFI_PROVIDER", "tcp;ofi_rxm"),
+            ("FSHMEM_OFI_DOMAIN", "lo"),
+        ]
+    } else {
+        &[]
+    }
+}
+
 /// A program that leaves `main` (or calls `exit`) without
 /// `shmem_finalize` behaves as under Sandia OpenSHMEM: a normal exit
 /// finalizes (PE 0 warns) and the job ends with the program's status;
@@ -197,21 +210,34 @@ fn exit_without_finalize_finalizes_and_keeps_the_status() {
             .filter(|pe| j.out.stdout.contains(&format!("PE {pe}: before the end")))
             .count()
     };
-    for conduit in ["smp", "ipv6", "fpga"] {
-        let counts: &[usize] = if conduit == "smp" {
-            &[1, 2, 4, 5]
-        } else {
-            &[2, 4]
+    for conduit in ["smp", "ipv6", "fpga", "ofi"] {
+        let counts: &[usize] = match conduit {
+            "smp" => &[1, 2, 4, 5],
+            "ofi" => &[2],
+            _ => &[2, 4],
         };
         for &n in counts {
             let run = |case: &str| {
-                capi::job_on(conduit, n, &exe, &[case], &[], fshmem_tests::JOB_TIMEOUT)
+                capi::job_on(
+                    conduit,
+                    n,
+                    &exe,
+                    &[case],
+                    ofi_env(conduit),
+                    fshmem_tests::JOB_TIMEOUT,
+                )
             };
             let j = run("return");
             assert_eq!(j.out.code(), Some(0), "{conduit} return: {j:?}");
             assert_eq!(
                 lines_with(&j.out.stderr, WARNING).len(),
                 1,
+                "{conduit}: {j:?}"
+            );
+            // The finalization at exit does not wait long: no PE says it
+            // waits for the others.
+            assert!(
+                !j.out.stderr.contains("waiting at exit"),
                 "{conduit}: {j:?}"
             );
             assert_eq!(lines(&j), n, "{conduit}: {j:?}");
@@ -251,12 +277,18 @@ fn exit_without_finalize_finalizes_and_keeps_the_status() {
 
 /// When one PE fails and oshrun stops the others, every line any PE
 /// printed before reaches oshrun's output, and the failure is blamed on
-/// the PE that failed, on every conduit, with and without `--prefix`.
+/// the PE that failed, on every conduit (ofi over tcp), with and without
+/// `--prefix`.
 #[test]
 fn output_is_never_lost_and_the_failed_pe_is_named() {
     let exe = compile("output_loss", &[]);
-    for conduit in ["smp", "ipv6", "fpga"] {
-        for n in [2, 4, 5] {
+    for conduit in ["smp", "ipv6", "fpga", "ofi"] {
+        let counts: &[usize] = if conduit == "ofi" {
+            &[2, 3]
+        } else {
+            &[2, 4, 5]
+        };
+        for &n in counts {
             for prefix in [false, true] {
                 let id = fshmem_tests::unique_job_id("out");
                 let mut cmd = fshmem_tests::oshrun_cmd(&[
@@ -270,7 +302,7 @@ fn output_is_never_lost_and_the_failed_pe_is_named() {
                 if prefix {
                     cmd.arg("--prefix");
                 }
-                cmd.arg(&exe);
+                cmd.arg(&exe).envs(ofi_env(conduit).iter().copied());
                 let out = fshmem_tests::run(&mut cmd, fshmem_tests::JOB_TIMEOUT);
                 let what = format!("{conduit} {n} PEs prefix {prefix}: {out:?}");
                 assert_eq!(out.code(), Some(1), "{what}");

@@ -406,11 +406,21 @@ fn run(cli: Cli) -> Result<u8, String> {
     if let Some(sig) = interrupted {
         return Ok((128 + sig) as u8);
     }
-    Ok(match first_failure {
+    // The job ends with the status of the PE that failed first: the one
+    // the others named, when it failed itself (a PE that saw it die may
+    // have been reaped first).
+    let culprit = first_failure.map(|(rank, outcome)| match causes.poll() {
+        Some(r) if r != rank && r < pes.len() => match pes[r].outcome {
+            o @ (Outcome::Signaled(_) | Outcome::Exited(1..)) => o,
+            _ => outcome,
+        },
+        _ => outcome,
+    });
+    Ok(match culprit {
         None => 0,
-        Some((_, Outcome::Exited(code))) => (code & 0xff) as u8,
-        Some((_, Outcome::Signaled(sig))) => (128 + sig) as u8,
-        Some((_, Outcome::Running)) => 1,
+        Some(Outcome::Exited(code)) => (code & 0xff) as u8,
+        Some(Outcome::Signaled(sig)) => (128 + sig) as u8,
+        Some(Outcome::Running) => 1,
     })
 }
 
