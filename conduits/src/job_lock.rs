@@ -112,7 +112,13 @@ mod tests {
         let id = format!("joblock-test-{}", std::process::id());
         let first = JobLock::claim(&id).expect("first claim");
         let e = JobLock::claim(&id).expect_err("second claim of a held id");
-        assert!(e.contains(&format!("job id {id} is in use by another job (oshrun pid {})", std::process::id())), "{e}");
+        assert!(
+            e.contains(&format!(
+                "job id {id} is in use by another job (oshrun pid {})",
+                std::process::id()
+            )),
+            "{e}"
+        );
         drop(first);
         assert!(!lock_path(&id).exists());
         let again = JobLock::claim(&id).expect("claim after release");

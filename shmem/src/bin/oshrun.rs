@@ -407,10 +407,12 @@ fn run(cli: Cli) -> Result<u8, String> {
         return Ok((128 + sig) as u8);
     }
     // The job ends with the status of the PE that failed first: the one
-    // the others named, when it failed itself (a PE that saw it die may
-    // have been reaped first).
+    // the others named, when it failed by itself (a PE that saw it die may
+    // have been reaped first), not by oshrun's SIGTERM or SIGKILL.
     let culprit = first_failure.map(|(rank, outcome)| match causes.poll() {
         Some(r) if r != rank && r < pes.len() => match pes[r].outcome {
+            Outcome::Signaled(libc::SIGTERM) => outcome,
+            Outcome::Signaled(libc::SIGKILL) if killed => outcome,
             o @ (Outcome::Signaled(_) | Outcome::Exited(1..)) => o,
             _ => outcome,
         },
