@@ -195,7 +195,22 @@ impl Runtime {
             }
             None => {
                 let c = AnyConduit::attach(&job, SegmentRequest::Own(segment_len), &config.conduit)
-                    .map_err(|e| ShmemError::conduit(me, "shmem_init", e))?;
+                    .map_err(|e| match e {
+                        // Name the setting that asked for the space.
+                        ConduitError::NoSpace { what, asked, free } => ShmemError::conduit(
+                            me,
+                            "shmem_init",
+                            ConduitError::NoSpace {
+                                what: format!(
+                                    "the symmetric heap (SHMEM_SYMMETRIC_SIZE={}) in {what}",
+                                    format_size(heap_len as u64)
+                                ),
+                                asked,
+                                free,
+                            },
+                        ),
+                        e => ShmemError::conduit(me, "shmem_init", e),
+                    })?;
                 (c, None)
             }
         };
