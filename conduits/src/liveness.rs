@@ -5,6 +5,7 @@
 //!   (exited, not yet reaped by its parent, typically `oshrun`) has exited:
 //!   it is dead. A PE whose process is gone without having finalized has
 //!   failed.
+//! - [`process_stopped`]: whether it is stopped (SIGSTOP): alive, silent.
 //! - [`root_of`]: a PE that leaves because it saw another PE fail records
 //!   that PE; following the records leads to the PE that failed first,
 //!   which is the one every message names.
@@ -102,6 +103,22 @@ fn proc_alive(p: libc::pid_t) -> bool {
             .is_none_or(|(_, rest)| rest.trim_start().as_bytes().first() != Some(&b'Z')),
         Err(_) => r == 0,
     }
+}
+
+/// Whether process `pid` of this host is stopped (SIGSTOP or a tracer:
+/// state `T` or `t` in `/proc/PID/stat`): alive, but not running.
+///
+/// ```
+/// use conduits::liveness::process_stopped;
+/// assert!(!process_stopped(std::process::id() as u64));
+/// assert!(!process_stopped(u64::MAX));
+/// ```
+pub fn process_stopped(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+        st.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().as_bytes().first().copied())
+            .is_some_and(|c| c == b'T' || c == b't')
+    })
 }
 
 /// This host's name (whitespace replaced), or an empty string when the

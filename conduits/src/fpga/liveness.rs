@@ -154,6 +154,7 @@ impl FpgaConduit {
                 continue;
             }
             if process_alive(p.pid) {
+                self.stopped_check(pe, p.pid)?;
                 continue;
             }
             let state = self.peer_state(pe)?;
@@ -162,6 +163,31 @@ impl FpgaConduit {
                 continue;
             }
             return Err(self.root_cause(peers, pe));
+        }
+        Ok(())
+    }
+
+    /// A live peer process of this host that has been stopped (SIGSTOP,
+    /// state `T`) for the peer timeout has failed: its board still serves
+    /// the others, but the PE never arrives where they wait for it.
+    fn stopped_check(&self, pe: usize, pid: u64) -> Result<()> {
+        let mut since = self.stopped_since.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(slot) = since.get_mut(pe) else {
+            return Ok(());
+        };
+        if !process_stopped(pid) {
+            *slot = None;
+            return Ok(());
+        }
+        let t = *slot.get_or_insert_with(Instant::now);
+        if t.elapsed() >= self.board_timeout {
+            return Err(ConduitError::PeerFailed {
+                pe,
+                reason: format!(
+                    "its process {pid} has been stopped for {:.1} s (FSHMEM_PEER_TIMEOUT)",
+                    t.elapsed().as_secs_f64()
+                ),
+            });
         }
         Ok(())
     }
