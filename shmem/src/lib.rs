@@ -18,14 +18,14 @@
 //!     let inbox = sh.calloc::<u64>(1)?;
 //!     inbox.p(0, me as u64 + 1, (me + 1) % n)?;
 //!     inbox.wait_until(0, Cmp::Ne, 0)?;
-//!     assert_eq!(inbox.as_slice()[0], ((me + n - 1) % n) as u64 + 1);
+//!     assert_eq!(inbox.read(0), ((me + n - 1) % n) as u64 + 1);
 //!
 //!     // A global counter on PE 0.
 //!     let counter = sh.calloc::<i64>(1)?;
 //!     counter.atomic_add(0, 1, 0)?;
 //!     sh.barrier_all()?;
 //!     if me == 0 {
-//!         assert_eq!(counter.as_slice()[0], n as i64);
+//!         assert_eq!(counter.read(0), n as i64);
 //!     }
 //!     Ok(())
 //! } // objects are freed, then the runtime finalizes
@@ -47,6 +47,8 @@
 //! | `shmem_barrier_all`, `shmem_sync_all` | [`Shmem::barrier_all`], [`Shmem::sync_all`] |
 //! | `shmem_global_exit` | [`Shmem::global_exit`], [`global_exit`] |
 //! | `shmem_ptr` | [`SymVec::ptr`] |
+//! | local access (C: loads and stores) | [`SymVec::read`], [`SymVec::write`], [`SymVec::to_vec`], [`SymVec::read_range`], [`SymVec::copy_to`], [`SymVec::copy_from`], [`SymVec::fill`], [`SymVec::iter`]; zero-copy: the `unsafe` [`SymVec::as_slice`], [`SymVec::as_mut_slice`] |
+//! | active messages (`shmemx_am_*`) | [`Shmem::am_register`], [`Shmem::am_short`], [`Shmem::am_medium`], [`Shmem::am_long`], [`am::Token`], [`Shmem::am_typed`] (see [`am`]) |
 //! | `shmem_init_thread`, `shmem_query_thread` | [`init_thread`], [`Shmem::query_thread`] (and the free [`query_thread`]) |
 //! | `SHMEM_TEAM_WORLD`, `SHMEM_TEAM_SHARED` | [`Shmem::team_world`], [`Shmem::team_shared`] |
 //! | `shmem_team_my_pe`, `_n_pes`, `_translate_pe`, `_get_config` | [`Team::my_pe`], [`Team::n_pes`], [`Team::translate_pe`], [`Team::get_config`] |
@@ -59,8 +61,21 @@
 //! | `shmem_ctx_put`, `_get`, `_atomic_*`, `_quiet`, `_fence` | the methods of [`Ctx`] |
 //!
 //! Configuration comes from the environment: see [`config`].
+//!
+//! ## Soundness
+//!
+//! Symmetric memory is written by other PEs, by this PE's own puts,
+//! atomics and collectives, by other threads and by conduit progress
+//! threads, at any time. Safe code therefore never holds a Rust reference
+//! to it: local elements are read and written by copy (volatile loads and
+//! stores), and the zero-copy views are `unsafe fn`s whose callers promise
+//! that no writer exists while the view lives. Every operation, blocking or
+//! not, on a [`Ctx`] or the default context, from Rust or C, takes one path
+//! (a context, then the conduit), where the PE, range, alignment and
+//! context checks are made once.
 
 pub mod alloc;
+pub mod am;
 mod builder;
 mod capi;
 pub mod coll;
@@ -68,6 +83,7 @@ pub mod config;
 pub mod ctx;
 pub mod error;
 pub mod nbi;
+mod op;
 pub mod pod;
 pub mod runtime;
 pub mod static_data;
@@ -251,7 +267,7 @@ impl Shmem {
     /// ```
     #[inline]
     pub fn quiet(&self) -> Result<()> {
-        self.rt().quiet("shmem_quiet")
+        op::Op::default(self.rt()).quiet("shmem_quiet")
     }
 
     /// `shmem_fence`: puts and atomics to a PE issued before the fence are
@@ -267,7 +283,7 @@ impl Shmem {
     /// ```
     #[inline]
     pub fn fence(&self) -> Result<()> {
-        self.rt().fence("shmem_fence")
+        op::Op::default(self.rt()).fence("shmem_fence")
     }
 
     /// `shmem_global_exit`: ends every PE of the job with `status`, from
