@@ -128,9 +128,11 @@ fn run() -> Result<bool, ShmemError> {
     let flag_ref: &'static shmem::SymVec<'static, u64> = leak_symvec(&sh, &flag);
     let rules = sh.am_register(move |t, _msg| {
         let me = t.src_pe();
-        let mut got = Vec::new();
-        got.push(flag_ref.p(0, 1, me).err());
-        got.push(flag_ref.wait_until(0, Cmp::Eq, 0).err());
+        let got = [
+            flag_ref.p(0, 1, me).err(),
+            flag_ref.wait_until(0, Cmp::Eq, 0).err(),
+            flag_ref.atomic_fetch(0, me).err(),
+        ];
         for g in got {
             match g {
                 Some(ShmemError::Invalid { reason, .. })

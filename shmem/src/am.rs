@@ -312,7 +312,7 @@ where
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |i| i.checked_add(1))
         .map_err(|_| ShmemError::Invalid {
             pe: rt.my_pe(),
-            call: call,
+            call,
             reason: format!(
                 "all {} user handler indices are taken",
                 256 - gasnet_core::handlers::FIRST_USER as usize
