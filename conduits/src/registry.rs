@@ -1,16 +1,10 @@
-//! The one place that lists the conduits.
-//!
-//! [`declare_conduits!`] turns one line per conduit — its enum variant, its
-//! name, the cargo feature that builds it and its type — into
-//! [`ConduitKind`] (with `FromStr`, `Display`, [`ConduitKind::ALL`]),
-//! [`AnyConduit`] (one variant per *built* conduit), [`AnyConduit::attach`],
-//! [`AnyConduit::kind`] and the static dispatch of every contract trait. A
-//! new conduit is a module implementing the traits of [`crate::contract`],
-//! a cargo feature in `conduits/Cargo.toml` (added to `default`), and one
-//! line below. A conduit whose feature is off is still a [`ConduitKind`]
-//! (its name parses), but attaching to it fails naming the feature.
+//! [`AnyConduit`]: every built conduit behind one type, made from the one
+//! list of `kinds` (`with_conduits!`): one variant per *built* conduit,
+//! [`AnyConduit::attach`], [`AnyConduit::kind`] and the static dispatch of
+//! every contract trait, by `match` (no `dyn`, no `Box`).
 
 // Without any conduit feature some of these go unused.
+use crate::config::Settings;
 #[allow(unused_imports)]
 use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
@@ -18,68 +12,14 @@ use crate::contract::{
 };
 use crate::error::{ConduitError, Result};
 use crate::job::JobEnv;
-use crate::{AmoOp, AmoWidth, Category, HandlerFn};
+use crate::kinds::{ConduitKind, with_conduits};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 
-macro_rules! declare_conduits {
+macro_rules! declare_dispatch {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $name:literal, feature $feature:literal, $ty:path;
+        $variant:ident = $name:literal, feature $feature:literal, $module:ident :: $ty:ident;
     )*) => {
-        /// Which transport a job uses (`FSHMEM_CONDUIT`, `oshrun --conduit`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum ConduitKind {
-            $( $(#[$doc])* $variant, )*
-        }
-
-        impl ConduitKind {
-            /// Every conduit, built or not, in declaration order.
-            pub const ALL: &'static [ConduitKind] = &[$( ConduitKind::$variant, )*];
-
-            /// Its name (`smp`, `ipv6`, ...).
-            pub const fn name(self) -> &'static str {
-                match self { $( ConduitKind::$variant => $name, )* }
-            }
-
-            /// The cargo feature of `conduits` that builds it.
-            pub const fn feature(self) -> &'static str {
-                match self { $( ConduitKind::$variant => $feature, )* }
-            }
-
-            /// Whether this build contains it.
-            pub const fn is_built(self) -> bool {
-                match self { $( ConduitKind::$variant => cfg!(feature = $feature), )* }
-            }
-
-            /// The names of all conduits, for messages: `smp, ipv6, fpga or ofi`.
-            pub fn names() -> String {
-                let v: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
-                match v.split_last() {
-                    Some((last, rest)) if !rest.is_empty() => {
-                        format!("{} or {last}", rest.join(", "))
-                    }
-                    _ => v.join(""),
-                }
-            }
-        }
-
-        impl std::str::FromStr for ConduitKind {
-            type Err = ConduitError;
-            fn from_str(s: &str) -> Result<Self> {
-                let t = s.trim().to_ascii_lowercase();
-                $( if t == $name { return Ok(ConduitKind::$variant); } )*
-                Err(ConduitError::Bootstrap(format!(
-                    "FSHMEM_CONDUIT={s:?} is not a conduit (expected {})",
-                    ConduitKind::names()
-                )))
-            }
-        }
-
-        impl std::fmt::Display for ConduitKind {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-
         /// Every built conduit behind one type, dispatched statically by
         /// `match` so that hot paths inline.
         // One AnyConduit exists per process; its size does not matter, the
@@ -87,7 +27,7 @@ macro_rules! declare_conduits {
         #[allow(clippy::large_enum_variant)]
         #[derive(Debug)]
         pub enum AnyConduit {
-            $( #[cfg(feature = $feature)] $(#[$doc])* $variant($ty), )*
+            $( #[cfg(feature = $feature)] $(#[$doc])* $variant(crate::$module::$ty), )*
         }
 
         impl AnyConduit {
@@ -100,14 +40,14 @@ macro_rules! declare_conduits {
             pub fn attach(
                 job: &JobEnv,
                 segment: SegmentRequest,
-                settings: &crate::Settings,
+                settings: &Settings,
             ) -> Result<AnyConduit> {
                 crate::wait::set_timeout(settings.wait_timeout);
                 match job.conduit {
                     $(
                         #[cfg(feature = $feature)]
                         ConduitKind::$variant => {
-                            Ok(AnyConduit::$variant(<$ty as Lifecycle>::attach(job, segment, settings)?))
+                            Ok(AnyConduit::$variant(<crate::$module::$ty as Lifecycle>::attach(job, segment, settings)?))
                         }
                     )*
                     #[allow(unreachable_patterns)]
@@ -279,41 +219,4 @@ macro_rules! declare_conduits {
     };
 }
 
-// The conduits. Add a line here (and a feature in Cargo.toml) to add one.
-declare_conduits! {
-    /// Shared-memory emulator: every PE of the job on this host.
-    Smp = "smp", feature "smp", crate::smp::SmpConduit;
-    /// UDP/IPv6 bridge: spans hosts.
-    Ipv6 = "ipv6", feature "ipv6", crate::ipv6::Ipv6Conduit;
-    /// FPGA board (or devsim) reached through its BARs.
-    Fpga = "fpga", feature "fpga", crate::fpga::FpgaConduit;
-    /// libfabric (OFI) fabrics: verbs, cxi, efa, tcp, shm.
-    Ofi = "ofi", feature "ofi", crate::ofi::OfiConduit;
-}
-
-impl Default for ConduitKind {
-    /// The shared-memory emulator.
-    fn default() -> Self {
-        ConduitKind::Smp
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip_and_bad_names_list_the_choices() {
-        for k in ConduitKind::ALL {
-            assert_eq!(k.name().parse::<ConduitKind>().unwrap(), *k);
-            assert_eq!(
-                k.to_string().to_uppercase().parse::<ConduitKind>().unwrap(),
-                *k
-            );
-            assert!(k.is_built(), "{k} is on by default");
-        }
-        let e = "tcp".parse::<ConduitKind>().unwrap_err().to_string();
-        assert!(e.contains("FSHMEM_CONDUIT=\"tcp\""), "{e}");
-        assert!(e.contains("smp, ipv6, fpga or ofi"), "{e}");
-    }
-}
+with_conduits!(declare_dispatch);

@@ -78,13 +78,13 @@
 use crate::Shmem;
 use crate::error::{Result, ShmemError};
 use crate::pod::{Pod, bytes_of};
+use crate::progress::{InHandler, not_in_handler};
 use crate::runtime::Runtime;
 use crate::sym::SymVec;
 use conduits::prelude::*;
 use gasnet_core::{AmError, AmMessage, Category, Direction, HandlerFn};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
@@ -92,51 +92,9 @@ use std::sync::{Arc, Mutex};
 
 pub use gasnet_core::types::{MAX_ARGS, MAX_LONG, MAX_MEDIUM};
 
-thread_local! {
-    /// Whether this thread is running a user AM handler.
-    static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
-}
-
 /// The next free user handler index (registration is collective, so every
 /// PE hands out the same indices in the same order).
 static NEXT_INDEX: AtomicU8 = AtomicU8::new(gasnet_core::handlers::FIRST_USER);
-
-/// Errors unless this thread is outside every AM handler: the check of the
-/// handler rule, on every call that may block.
-#[inline(always)]
-pub(crate) fn not_in_handler(rt: &Runtime, call: &'static str) -> Result<()> {
-    if IN_HANDLER.with(Cell::get) {
-        Err(in_handler_error(rt, call))
-    } else {
-        Ok(())
-    }
-}
-
-#[cold]
-fn in_handler_error(rt: &Runtime, call: &'static str) -> ShmemError {
-    ShmemError::Invalid {
-        pe: rt.my_pe(),
-        call,
-        reason: "called from an active-message handler, which may only reply (handlers must \
-                 not block)"
-            .to_string(),
-    }
-}
-
-/// Marks this thread as running a handler until dropped (also on unwind).
-struct InHandler(bool);
-
-impl InHandler {
-    fn enter() -> InHandler {
-        InHandler(IN_HANDLER.with(|c| c.replace(true)))
-    }
-}
-
-impl Drop for InHandler {
-    fn drop(&mut self) {
-        IN_HANDLER.with(|c| c.set(self.0));
-    }
-}
 
 fn am_error(rt: &Runtime, call: &'static str, e: AmError) -> ShmemError {
     ShmemError::Invalid {
@@ -307,7 +265,7 @@ pub(crate) fn register<F>(rt: &'static Runtime, call: &'static str, f: F) -> Res
 where
     F: Fn(&mut Token<'_, '_>, &Message<'_>) + Send + Sync + 'static,
 {
-    not_in_handler(rt, call)?;
+    not_in_handler(rt.my_pe(), call)?;
     let index = NEXT_INDEX
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |i| i.checked_add(1))
         .map_err(|_| ShmemError::Invalid {
@@ -409,7 +367,7 @@ impl Shmem {
     pub fn am_poll(&self) -> Result<()> {
         const CALL: &str = "shmem::am_poll";
         let rt = self.rt();
-        not_in_handler(rt, CALL)?;
+        not_in_handler(rt.my_pe(), CALL)?;
         rt.conduit.poll().map_err(|e| rt.err(CALL, e))
     }
 
@@ -472,7 +430,7 @@ pub(crate) fn request(
     payload: &[u8],
     off: usize,
 ) -> Result<()> {
-    not_in_handler(rt, call)?;
+    not_in_handler(rt.my_pe(), call)?;
     rt.check_pe(pe, call)?;
     gasnet_core::am::check_shape(category, args.len(), payload.len())
         .map_err(|e| am_error(rt, call, e))?;
@@ -551,7 +509,7 @@ impl<Req, Rep> std::fmt::Debug for TypedAm<'_, Req, Rep> {
 impl<Req: Serialize + DeserializeOwned, Rep: Serialize + DeserializeOwned> TypedAm<'_, Req, Rep> {
     fn issue(&self, call: &'static str, pe: usize, req: &Req, wait: bool) -> Result<u64> {
         let rt = self.rt;
-        not_in_handler(rt, call)?;
+        not_in_handler(rt.my_pe(), call)?;
         rt.check_pe(pe, call)?;
         let bytes = postcard::to_allocvec(req).map_err(|e| ShmemError::Invalid {
             pe: rt.my_pe(),
@@ -665,7 +623,7 @@ impl<Req: Serialize + DeserializeOwned, Rep: Serialize + DeserializeOwned> Typed
     pub fn wait_all(&self) -> Result<()> {
         const CALL: &str = "shmem::am TypedAm::wait_all";
         let rt = self.rt;
-        not_in_handler(rt, CALL)?;
+        not_in_handler(rt.my_pe(), CALL)?;
         let mut backoff = conduits::wait::Backoff::new();
         while self.state.outstanding.load(Ordering::Acquire) != 0 {
             rt.conduit.poll().map_err(|e| rt.err(CALL, e))?;

@@ -57,7 +57,9 @@
 //! ```
 
 use crate::Shmem;
+pub use crate::config::ThreadLevel;
 use crate::error::{Result, ShmemError};
+pub use crate::op::CtxOptions;
 use crate::op::{CtxState, Op};
 use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
 use crate::runtime::Runtime;
@@ -66,68 +68,6 @@ use crate::team::Team;
 use conduits::AmoOp;
 use conduits::prelude::*;
 use std::sync::atomic::Ordering;
-
-/// The thread-safety level of the runtime (`SHMEM_THREAD_*`), ordered from
-/// least to most permissive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ThreadLevel {
-    /// One thread in the process (`SHMEM_THREAD_SINGLE`).
-    Single,
-    /// Only the initializing thread calls the runtime (`SHMEM_THREAD_FUNNELED`).
-    Funneled,
-    /// Any thread, one at a time (`SHMEM_THREAD_SERIALIZED`).
-    Serialized,
-    /// Any thread, concurrently (`SHMEM_THREAD_MULTIPLE`).
-    Multiple,
-}
-
-/// Context options (`SHMEM_CTX_*`), combined with `|`.
-///
-/// ```
-/// use shmem::CtxOptions;
-/// let o = CtxOptions::PRIVATE | CtxOptions::NOSTORE;
-/// assert!(o.contains(CtxOptions::NOSTORE) && !o.contains(CtxOptions::SERIALIZED));
-/// assert_eq!(CtxOptions::from_bits(o.bits()), Some(o));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CtxOptions(u32);
-
-impl CtxOptions {
-    /// No options.
-    pub const NONE: CtxOptions = CtxOptions(0);
-    /// `SHMEM_CTX_SERIALIZED`.
-    pub const SERIALIZED: CtxOptions = CtxOptions(1);
-    /// `SHMEM_CTX_PRIVATE`.
-    pub const PRIVATE: CtxOptions = CtxOptions(2);
-    /// `SHMEM_CTX_NOSTORE`.
-    pub const NOSTORE: CtxOptions = CtxOptions(4);
-
-    /// The bits (as `shmem.h` will define them).
-    pub const fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// The options with these bits, or `None` for unknown bits.
-    pub const fn from_bits(bits: u32) -> Option<CtxOptions> {
-        if bits & !7 == 0 {
-            Some(CtxOptions(bits))
-        } else {
-            None
-        }
-    }
-
-    /// Whether every option of `other` is set.
-    pub const fn contains(self, other: CtxOptions) -> bool {
-        self.0 & other.0 == other.0
-    }
-}
-
-impl std::ops::BitOr for CtxOptions {
-    type Output = CtxOptions;
-    fn bitor(self, rhs: CtxOptions) -> CtxOptions {
-        CtxOptions(self.0 | rhs.0)
-    }
-}
 
 /// A communication context (`shmem_ctx_t`); dropping it quiets and
 /// destroys it (`shmem_ctx_destroy`).

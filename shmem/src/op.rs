@@ -23,7 +23,6 @@
 //! conduit id, its team, its options, its owner thread (compared, not
 //! locked) and one relaxed flag of pending stores.
 
-use crate::ctx::CtxOptions;
 use crate::error::{Result, ShmemError};
 use crate::runtime::Runtime;
 use crate::team::TeamState;
@@ -32,6 +31,54 @@ use conduits::{AmoOp, AmoWidth, SignalOp};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::ThreadId;
+
+/// Context options (`SHMEM_CTX_*`), combined with `|`.
+///
+/// ```
+/// use shmem::CtxOptions;
+/// let o = CtxOptions::PRIVATE | CtxOptions::NOSTORE;
+/// assert!(o.contains(CtxOptions::NOSTORE) && !o.contains(CtxOptions::SERIALIZED));
+/// assert_eq!(CtxOptions::from_bits(o.bits()), Some(o));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CtxOptions(u32);
+
+impl CtxOptions {
+    /// No options.
+    pub const NONE: CtxOptions = CtxOptions(0);
+    /// `SHMEM_CTX_SERIALIZED`.
+    pub const SERIALIZED: CtxOptions = CtxOptions(1);
+    /// `SHMEM_CTX_PRIVATE`.
+    pub const PRIVATE: CtxOptions = CtxOptions(2);
+    /// `SHMEM_CTX_NOSTORE`.
+    pub const NOSTORE: CtxOptions = CtxOptions(4);
+
+    /// The bits (as `shmem.h` will define them).
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// The options with these bits, or `None` for unknown bits.
+    pub const fn from_bits(bits: u32) -> Option<CtxOptions> {
+        if bits & !7 == 0 {
+            Some(CtxOptions(bits))
+        } else {
+            None
+        }
+    }
+
+    /// Whether every option of `other` is set.
+    pub const fn contains(self, other: CtxOptions) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for CtxOptions {
+    type Output = CtxOptions;
+    fn bitor(self, rhs: CtxOptions) -> CtxOptions {
+        CtxOptions(self.0 | rhs.0)
+    }
+}
 
 /// The state of a context other than the default one: what [`crate::Ctx`]
 /// and a C `shmem_ctx_t` hold.
@@ -248,7 +295,7 @@ impl<'a> Op<'a> {
     /// (owner thread, `NOSTORE` when `store`).
     #[inline(always)]
     pub(crate) fn target(&self, call: &'static str, pe: usize, store: bool) -> Result<usize> {
-        crate::am::not_in_handler(self.rt, call)?;
+        crate::progress::not_in_handler(self.rt.my_pe(), call)?;
         match self.ctx {
             None => match self.rt.check_pe(pe, call) {
                 Ok(()) => Ok(pe),
@@ -400,7 +447,7 @@ impl<'a> Op<'a> {
     /// `quiet`: every store of the context is complete at its target.
     /// Free on a context that issued nothing since its last quiet.
     pub(crate) fn quiet(&self, call: &'static str) -> Result<()> {
-        crate::am::not_in_handler(self.rt, call)?;
+        crate::progress::not_in_handler(self.rt.my_pe(), call)?;
         match self.ctx {
             None => self.rt.quiet(call),
             Some(c) => {
@@ -419,7 +466,7 @@ impl<'a> Op<'a> {
     /// `fence`: stores of the context to a PE issued before are applied
     /// before those issued after.
     pub(crate) fn fence(&self, call: &'static str) -> Result<()> {
-        crate::am::not_in_handler(self.rt, call)?;
+        crate::progress::not_in_handler(self.rt.my_pe(), call)?;
         match self.ctx {
             None => self.rt.fence(call),
             Some(c) => {

@@ -78,7 +78,7 @@ impl Shmem {
         zero: bool,
     ) -> Result<SymVec<'_, T>> {
         let rt = self.rt();
-        crate::am::not_in_handler(rt, call)?;
+        crate::progress::not_in_handler(rt.my_pe(), call)?;
         let bytes = byte_len::<T>(rt, call, len)?;
         let align = align.max(align_of::<T>());
         let what = format!("{len} x {}", std::any::type_name::<T>());
@@ -874,7 +874,7 @@ impl<T: AmoInt> SymVec<'_, T> {
     #[inline]
     pub fn wait_until(&self, index: usize, cmp: Cmp, value: T) -> Result<T> {
         const CALL: &str = "shmem_wait_until";
-        crate::am::not_in_handler(self.rt, CALL)?;
+        crate::progress::not_in_handler(self.rt.my_pe(), CALL)?;
         let off = self.range(index, 1, CALL)?;
         self.rt
             .wait_word_for(
@@ -906,7 +906,7 @@ impl<T: AmoInt> SymVec<'_, T> {
     #[inline]
     pub fn test(&self, index: usize, cmp: Cmp, value: T) -> Result<bool> {
         const CALL: &str = "shmem_test";
-        crate::am::not_in_handler(self.rt, CALL)?;
+        crate::progress::not_in_handler(self.rt.my_pe(), CALL)?;
         let off = self.range(index, 1, CALL)?;
         self.rt.conduit.poll().map_err(|e| self.rt.err(CALL, e))?;
         Ok(cmp.holds(T::from_bits(self.rt.load_word(off, T::WIDTH)), value))
@@ -946,7 +946,7 @@ impl SymVec<'_, u64> {
     #[inline]
     pub fn signal_wait_until(&self, index: usize, cmp: Cmp, value: u64) -> Result<u64> {
         const CALL: &str = "shmem_signal_wait_until";
-        crate::am::not_in_handler(self.rt, CALL)?;
+        crate::progress::not_in_handler(self.rt.my_pe(), CALL)?;
         let off = self.range(index, 1, CALL)?;
         self.rt.wait_word_for(
             off,

@@ -30,8 +30,8 @@ use crate::config::{
 };
 use crate::error::{Result, ShmemError};
 use crate::pod::{Pod, bytes_of};
+use crate::pool::{CELL, CollState, TeamState, aux_offset, record_offset, scratch_offset};
 use crate::runtime::Runtime;
-use crate::team::{CELL, CollState, TeamState, aux_offset, record_offset, scratch_offset};
 use conduits::prelude::*;
 use conduits::{AmoOp, AmoWidth, ConduitError, SignalOp};
 use std::sync::MutexGuard;
@@ -105,7 +105,7 @@ pub(crate) struct Coll<'a> {
 impl<'a> Coll<'a> {
     /// Starts a collective on `t`; errors if the team was destroyed.
     pub(crate) fn new(rt: &'a Runtime, t: &'a TeamState, call: &'static str) -> Result<Coll<'a>> {
-        crate::am::not_in_handler(rt, call)?;
+        crate::progress::not_in_handler(rt.my_pe(), call)?;
         if t.destroyed.load(std::sync::atomic::Ordering::Acquire) {
             return Err(ShmemError::Invalid {
                 pe: rt.my_pe(),
