@@ -267,7 +267,9 @@ where
 {
     not_in_handler(rt.my_pe(), call)?;
     let index = NEXT_INDEX
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |i| i.checked_add(1))
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |i| {
+            (i < gasnet_core::handlers::FIRST_COMPUTE).then_some(i + 1)
+        })
         .map_err(|_| ShmemError::Invalid {
             pe: rt.my_pe(),
             call,
