@@ -5,6 +5,14 @@
 
 use crate::error::{Result, ShmemError};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How many user handlers run in this process now. The hot paths read
+/// this one word (a relaxed load of a shared, rarely written line) and
+/// look at the thread-local mark only while some handler runs, so that a
+/// put or a quiet pays no thread-local access (a `__tls_get_addr` call in
+/// position-independent code) in a program that is not running handlers.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// Whether this thread is running a user AM handler.
@@ -15,7 +23,9 @@ thread_local! {
 /// handler rule, on every call that may block.
 #[inline(always)]
 pub(crate) fn not_in_handler(pe: usize, call: &'static str) -> Result<()> {
-    if IN_HANDLER.with(Cell::get) {
+    // A thread's own handler raised RUNNING before it ran (sequenced
+    // before, same thread), so a zero here means this thread is in none.
+    if RUNNING.load(Ordering::Relaxed) != 0 && IN_HANDLER.with(Cell::get) {
         Err(in_handler_error(pe, call))
     } else {
         Ok(())
@@ -38,6 +48,7 @@ pub(crate) struct InHandler(bool);
 
 impl InHandler {
     pub(crate) fn enter() -> InHandler {
+        RUNNING.fetch_add(1, Ordering::Relaxed);
         InHandler(IN_HANDLER.with(|c| c.replace(true)))
     }
 }
@@ -45,5 +56,6 @@ impl InHandler {
 impl Drop for InHandler {
     fn drop(&mut self) {
         IN_HANDLER.with(|c| c.set(self.0));
+        RUNNING.fetch_sub(1, Ordering::Relaxed);
     }
 }
