@@ -191,28 +191,6 @@ fn team_pe_error(rt: &Runtime, call: &'static str, pe: usize, size: usize) -> Sh
     )
 }
 
-/// A world PE error; a C `int` reaches here sign-extended, and is shown
-/// negative.
-#[cold]
-fn world_pe_error(pe: usize, e: ShmemError) -> ShmemError {
-    match e {
-        ShmemError::PeOutOfRange {
-            pe: me,
-            call,
-            n_pes,
-            ..
-        } if (pe as isize) < 0 => ShmemError::Invalid {
-            pe: me,
-            call,
-            reason: format!(
-                "target PE {} out of range (job has {n_pes} PEs)",
-                pe as isize
-            ),
-        },
-        e => e,
-    }
-}
-
 #[cold]
 fn misaligned(rt: &Runtime, call: &'static str, off: usize, width: usize) -> ShmemError {
     invalid(
@@ -297,10 +275,7 @@ impl<'a> Op<'a> {
     pub(crate) fn target(&self, call: &'static str, pe: usize, store: bool) -> Result<usize> {
         crate::progress::not_in_handler(self.rt.my_pe(), call)?;
         match self.ctx {
-            None => match self.rt.check_pe(pe, call) {
-                Ok(()) => Ok(pe),
-                Err(e) => Err(world_pe_error(pe, e)),
-            },
+            None => self.rt.check_pe(pe, call).map(|()| pe),
             Some(c) => c.target(self.rt, call, pe, store),
         }
     }
