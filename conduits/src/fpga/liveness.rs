@@ -95,10 +95,7 @@ impl FpgaConduit {
     /// The checks that need only this PE's board: the exit word,
     /// `ERR_STATUS.PEER_TIMEOUT`, and the board's own heartbeat.
     pub(super) fn board_checks(&self) -> Result<()> {
-        let exit = self.load64(self.layout.exit_word());
-        if exit != 0 {
-            crate::wait::exit_job((exit & 0xFF) as i32);
-        }
+        self.check_exit_word();
         let bar0 = &self.board.bar0;
         if bar0.read32(regs::ERR_STATUS) & err::PEER_TIMEOUT != 0 {
             let node = bar0.read32(regs::ERR_INFO) as usize;
@@ -139,6 +136,15 @@ impl FpgaConduit {
         Ok(())
     }
 
+    /// Exits this process with the job's status if a PE called
+    /// `global_exit` (its put of the exit word completed before it left).
+    pub(super) fn check_exit_word(&self) {
+        let exit = self.load64(self.layout.exit_word());
+        if exit != 0 {
+            crate::wait::exit_job((exit & 0xFF) as i32);
+        }
+    }
+
     /// Peers of this host whose process is gone: finalized (fine), or
     /// failed, traced to the PE that failed first.
     pub(super) fn peer_checks(&self) -> Result<()> {
@@ -162,6 +168,9 @@ impl FpgaConduit {
                 self.peer_finalized[pe].store(true, Ordering::Release);
                 continue;
             }
+            // A PE that called global_exit leaves once its exit words are
+            // delivered: its departure is the job's exit, not a failure.
+            self.check_exit_word();
             return Err(self.root_cause(peers, pe));
         }
         Ok(())
