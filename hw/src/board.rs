@@ -309,6 +309,29 @@ impl<D: Dram> Board<D> {
         self.out.bar0_rdata
     }
 
+    /// Loads the 32-bit BAR0 registers at `offsets` into `out` (as many as
+    /// both hold), one request a cycle: each load's data arrives in the cycle
+    /// after its request, while the next request goes out, so `n` loads take
+    /// `n + 1` cycles.
+    pub fn read_burst(&mut self, offsets: &[usize], out: &mut [u32]) {
+        let n = offsets.len().min(out.len());
+        for i in 0..=n {
+            if let Some(&off) = offsets.get(i).filter(|_| i < n) {
+                self.inp.bar0_valid = 1;
+                self.inp.bar0_write = 0;
+                self.inp.bar0_addr = off as u16;
+            } else {
+                self.inp.bar0_valid = 0;
+            }
+            self.clock();
+            if i > 0 {
+                debug_assert_eq!(self.out.bar0_rvalid, 1);
+                out[i - 1] = self.out.bar0_rdata;
+            }
+        }
+        self.inp.bar0_valid = 0;
+    }
+
     /// A 64-bit register pair as the host writes it (low word first).
     pub fn write64(&mut self, offset: usize, value: u64) {
         self.write32(offset, value as u32);

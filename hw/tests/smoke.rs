@@ -56,6 +56,33 @@ fn uptime_counts_microseconds_from_reset() {
 }
 
 #[test]
+fn a_burst_of_loads_reads_what_single_loads_read() {
+    let mut h = Host::new(0, 1, BoardConfig::default());
+    h.submit(&[cmd::encode(&Descriptor::Nop { common: c(3) })]);
+    h.settle(10_000);
+    let regs = cmd::regs::CQ_RING;
+    let offs = [
+        cmd::regs::MAGIC,
+        cmd::regs::NODE_COUNT,
+        cmd::regs::SQ_HEAD,
+        cmd::regs::CQ_TAIL,
+        cmd::regs::STATUS,
+        regs,
+        regs + 28,
+        cmd::regs::SEG_SIZE_LO,
+    ];
+    let single: Vec<u32> = offs.iter().map(|&o| h.board.read32(o)).collect();
+    let mut burst = [0u32; 8];
+    let before = h.board.cycles();
+    h.board.read_burst(&offs, &mut burst);
+    assert_eq!(h.board.cycles() - before, offs.len() as u64 + 1);
+    assert_eq!(burst.to_vec(), single);
+    assert_eq!(single[0], cmd::MAGIC);
+    assert_eq!(single[3], 1, "one completion written");
+    assert_eq!(single[6] >> 24 & 1, 1, "its phase bit");
+}
+
+#[test]
 fn put_get_amo_on_own_segment() {
     let mut net = Net::new(1, BoardConfig::default(), 10);
     let h = &mut net.hosts[0];
