@@ -92,6 +92,19 @@ fn check_ofi_name(v: &Option<String>) -> Result<(), String> {
 /// of the attach health check; `devsim board --fault` takes the same names.
 pub const DEVSIM_FAULTS: &[&str] = &["none", "get", "inline-put", "segment-put", "atomic"];
 
+/// The cores a devsim board can run (`FSHMEM_DEVSIM_CORE`, `devsim board
+/// --core`): the reference engine, or the RTL core of `hw/` (a devsim built
+/// with its `rtl` feature).
+pub const DEVSIM_CORES: &[&str] = &["engine", "rtl"];
+
+fn check_core(c: &str) -> Result<(), String> {
+    if DEVSIM_CORES.contains(&c) {
+        Ok(())
+    } else {
+        Err(format!("one of {}", DEVSIM_CORES.join(", ")))
+    }
+}
+
 fn check_fault(f: &str) -> Result<(), String> {
     if DEVSIM_FAULTS.contains(&f) {
         Ok(())
@@ -159,6 +172,12 @@ gasnet_core::config_table! {
         devsim_fault: String = "FSHMEM_DEVSIM_FAULT", default "none", Plain,
             help "devsim, tests only: inject a fault (get, inline-put, segment-put, atomic)",
             check |f: &String| check_fault(f);
+        devsim_core: String = "FSHMEM_DEVSIM_CORE", default "engine", Plain,
+            help "devsim: the boards' core, the reference engine or the RTL core of hw/ (rtl: a devsim built with its rtl feature)",
+            check |c: &String| check_core(c);
+        devsim_mem_latency: usize = "FSHMEM_DEVSIM_MEM_LATENCY", default "30", Plain,
+            help "devsim rtl core: board memory latency in core cycles (reads, and write responses)",
+            check |n: &usize| within(*n, 1, 100_000);
     }
 }
 

@@ -21,7 +21,8 @@
 
 use crate::board::{BoardModel, DEFAULT_WINDOW, Fault};
 use crate::compute::GemmCore;
-use crate::link::ReliableLink;
+use crate::core::{BoardCore, CoreKind};
+use crate::link::{ReliableLink, UdpLink};
 use gasnet_core::config::ConfigValue;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -35,7 +36,71 @@ use std::time::{Duration, Instant};
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The flags that carry board settings, passed from the keeper to boards.
-pub const SETTING_FLAGS: &[&str] = &["--window", "--peer-timeout", "--impair", "--fault"];
+pub const SETTING_FLAGS: &[&str] = &[
+    "--window",
+    "--peer-timeout",
+    "--impair",
+    "--fault",
+    "--core",
+    "--mem-latency",
+];
+
+const USAGE: &str =
+    "usage: devsim board --dir DIR --node N --nodes M [--window SIZE] [--peer-timeout D]
+                    [--impair loss=P,dup=P,reorder=P] [--fault KIND]
+                    [--core engine|rtl] [--mem-latency CYCLES]
+       devsim launch --job ID --nodes M --dir PREFIX [the same settings]";
+
+/// The `devsim` program: `board` or `launch` (see the binary's docs).
+pub fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("board") => board_main(&args[1..]),
+        Some("launch") => keeper_main(&args[1..]),
+        _ => {
+            crate::report(USAGE);
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            crate::report(&format!("devsim: {e}"));
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+/// The core named by `--core` (default: the engine), checked to be built
+/// into this devsim, and the settings that only one core takes.
+fn core_flag(args: &[String]) -> Result<CoreKind, String> {
+    let core: CoreKind = flag(args, "--core")
+        .unwrap_or("engine")
+        .parse()
+        .map_err(|e| format!("--core: {e}"))?;
+    core.check_available()?;
+    if core == CoreKind::Rtl && flag(args, "--fault").is_some_and(|f| f != "none") {
+        return Err("--fault injects faults into the engine core only (--core engine)".to_string());
+    }
+    Ok(core)
+}
+
+/// `--mem-latency` in cycles (default [`DEFAULT_MEM_LATENCY`]).
+fn mem_latency_flag(args: &[String]) -> Result<u32, String> {
+    match flag(args, "--mem-latency") {
+        None => Ok(DEFAULT_MEM_LATENCY),
+        Some(v) => match v.trim().parse::<u32>() {
+            Ok(n) if (1..=100_000).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "--mem-latency {v:?}: expected a count of cycles, 1 to 100000"
+            )),
+        },
+    }
+}
+
+/// Default `--mem-latency` of the RTL core: 30 cycles (120 ns at 250 MHz,
+/// about a DDR4 read).
+pub const DEFAULT_MEM_LATENCY: u32 = 30;
 
 /// Called in a child between fork and exec: die with the parent, and start
 /// with no signal blocked.
@@ -131,9 +196,19 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
     let peer_timeout =
         parse_flag::<Duration>(args, "--peer-timeout")?.unwrap_or(Duration::from_secs(10));
     let impair = parse_flag::<gasnet_core::impair::Impair>(args, "--impair")?;
+    let core = core_flag(args)?;
+    let mem_latency = mem_latency_flag(args)?;
     let result = (|| -> Result<(), String> {
-        let mut link = ReliableLink::bind(node, peer_timeout, impair)
-            .map_err(|e| format!("cannot bind link ports: {e}"))?;
+        let bind_err = |e: std::io::Error| format!("cannot bind link ports: {e}");
+        // The engine's packets travel over devsim's reliable transport; the
+        // RTL core carries its own reliability layer, so its frames are
+        // plain datagrams.
+        let mut link = match core {
+            CoreKind::Engine => Links::Reliable(Box::new(
+                ReliableLink::bind(node, peer_timeout, impair).map_err(bind_err)?,
+            )),
+            CoreKind::Rtl => Links::Plain(UdpLink::bind(node).map_err(bind_err)?),
+        };
         let ports = link.local_ports().map_err(|e| e.to_string())?;
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         write_atomically(&dir.join("pid"), &format!("{}\n", std::process::id()))
@@ -149,22 +224,100 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
             ));
         }
         link.set_peers(&peers);
-        let mut board = BoardModel::create(
-            &dir,
-            node,
-            nodes,
-            window,
-            Box::new(link),
-            Box::new(GemmCore::new()),
-            fault,
-        )
-        .map_err(|e| format!("cannot create board files in {}: {e}", dir.display()))?;
+        let mut board: Box<dyn BoardCore> = match link {
+            Links::Reliable(link) => Box::new(
+                BoardModel::create(
+                    &dir,
+                    node,
+                    nodes,
+                    window,
+                    link,
+                    Box::new(GemmCore::new()),
+                    fault,
+                )
+                .map_err(|e| format!("cannot create board files in {}: {e}", dir.display()))?,
+            ),
+            Links::Plain(udp) => rtl_board(
+                &dir,
+                node,
+                nodes,
+                window,
+                udp,
+                peer_timeout,
+                impair,
+                mem_latency,
+            )?,
+        };
         write_atomically(&dir.join("ready"), "ready\n").map_err(|e| e.to_string())?;
-        board.run(&STOP);
+        crate::core::run(&mut *board, &STOP, &AtomicBool::new(false));
         Ok(())
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// A board's links before its core exists.
+enum Links {
+    /// The engine's: devsim's reliable transport.
+    Reliable(Box<ReliableLink>),
+    /// The RTL core's: plain datagrams.
+    Plain(UdpLink),
+}
+
+impl Links {
+    fn local_ports(&self) -> std::io::Result<[u16; 2]> {
+        match self {
+            Links::Reliable(l) => l.local_ports(),
+            Links::Plain(l) => l.local_ports(),
+        }
+    }
+
+    fn set_peers(&mut self, ports: &[[u16; 2]]) {
+        match self {
+            Links::Reliable(l) => l.set_peers(ports),
+            Links::Plain(l) => l.set_peers(ports),
+        }
+    }
+}
+
+/// The RTL core's board (the `rtl` feature).
+#[cfg(feature = "rtl")]
+#[allow(clippy::too_many_arguments)]
+fn rtl_board(
+    dir: &Path,
+    node: u16,
+    nodes: u16,
+    window: u64,
+    udp: UdpLink,
+    peer_timeout: Duration,
+    impair: Option<gasnet_core::impair::Impair>,
+    mem_latency: u32,
+) -> Result<Box<dyn BoardCore>, String> {
+    let s = crate::rtl::RtlSettings {
+        mem_latency,
+        peer_timeout,
+        impair,
+    };
+    Ok(Box::new(crate::rtl::RtlBoard::create(
+        dir, node, nodes, window, udp, s,
+    )?))
+}
+
+/// Without the `rtl` feature: what to build (never reached, as
+/// `core_flag` refuses `--core rtl` first).
+#[cfg(not(feature = "rtl"))]
+#[allow(clippy::too_many_arguments)]
+fn rtl_board(
+    _dir: &Path,
+    _node: u16,
+    _nodes: u16,
+    _window: u64,
+    _udp: UdpLink,
+    _peer_timeout: Duration,
+    _impair: Option<gasnet_core::impair::Impair>,
+    _mem_latency: u32,
+) -> Result<Box<dyn BoardCore>, String> {
+    Err(crate::core::RTL_MISSING.to_string())
 }
 
 fn parse_peers(s: &str) -> Result<Vec<[u16; 2]>, String> {
@@ -197,6 +350,7 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
     if nodes == 0 || nodes > u16::MAX as usize {
         return Err(format!("--nodes {nodes} out of range"));
     }
+
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let prefix = flag(args, "--dir").ok_or("--dir is required")?;
     let dirs: Vec<PathBuf> = (0..nodes)
@@ -211,6 +365,9 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
     }
     let mut children: Vec<Child> = Vec::new();
     let result = (|| -> Result<(), String> {
+        // Refused here, at once, rather than by every board.
+        core_flag(args)?;
+        mem_latency_flag(args)?;
         for (n, d) in dirs.iter().enumerate() {
             let mut cmd = Command::new(&exe);
             cmd.arg("board")
@@ -304,4 +461,34 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
         println!("error {e}");
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn core_and_memory_latency_flags() {
+        assert_eq!(core_flag(&args(&[])), Ok(CoreKind::Engine));
+        let e = core_flag(&args(&["--core", "gates"])).unwrap_err();
+        assert!(e.contains("--core") && e.contains("\"gates\""), "{e}");
+        let rtl = core_flag(&args(&["--core", "rtl"]));
+        if crate::core::RTL_AVAILABLE {
+            assert_eq!(rtl, Ok(CoreKind::Rtl));
+            let e = core_flag(&args(&["--core", "rtl", "--fault", "get"])).unwrap_err();
+            assert!(e.contains("--fault"), "{e}");
+        } else {
+            assert_eq!(rtl, Err(crate::core::RTL_MISSING.to_string()));
+        }
+        assert_eq!(mem_latency_flag(&args(&[])), Ok(DEFAULT_MEM_LATENCY));
+        assert_eq!(mem_latency_flag(&args(&["--mem-latency", "7"])), Ok(7));
+        for bad in ["0", "x", "1000001"] {
+            let e = mem_latency_flag(&args(&["--mem-latency", bad])).unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
 }

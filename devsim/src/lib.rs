@@ -11,9 +11,12 @@
 //! reference engine of `gasnet-core` ([`gasnet_core::engine::Engine`]) over
 //! a [`window::Window`] on the segment, and its two link ports carry
 //! `spec/wire.md` packets to the other boards over the reliable transport
-//! of `gasnet-core` ([`link`]).
+//! of `gasnet-core` ([`link`]). With the `rtl` feature a board can run
+//! the RTL core of `hw/` instead (`--core rtl`, from `FSHMEM_DEVSIM_CORE`):
+//! its Verilator model clocked cycle by cycle behind the same files and
+//! UDP ports, carrying its own reliability layer ([`core`]).
 //!
-//! This crate depends on `gasnet-core` only: the host runtime (`conduits`,
+//! This crate depends on `gasnet-core` (and, with `rtl`, `fshmem-hw`) only: the host runtime (`conduits`,
 //! `shmem`, `libshmem.so`) does not contain the board model.
 //!
 //! | module | what |
@@ -23,13 +26,18 @@
 //! | [`bar`] | the board side of the BAR files |
 //! | [`link`] | board links: sockets under the reliable transport |
 //! | [`compute`] | the on-board compute core (GEMM with Automatic Result Transfer) |
+//! | [`core`] | which core a board runs (engine or RTL) and the board loop |
+//! | `rtl` | the RTL core of `hw/`, with the `rtl` feature |
 //! | [`launch`] | `devsim board` and `devsim launch`, the processes `oshrun` starts |
 
 pub mod bar;
 pub mod board;
 pub mod compute;
+pub mod core;
 pub mod launch;
 pub mod link;
+#[cfg(feature = "rtl")]
+pub mod rtl;
 pub mod window;
 
 pub use board::{BoardModel, DEFAULT_WINDOW, Fault};

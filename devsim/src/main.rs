@@ -3,6 +3,7 @@
 //! ```text
 //! devsim board  --dir DIR --node N --nodes M [--window SIZE] [--peer-timeout D]
 //!               [--impair loss=P,dup=P,reorder=P] [--fault KIND]
+//!               [--core engine|rtl] [--mem-latency CYCLES]
 //! devsim launch --job ID --nodes M --dir PREFIX [the same settings]
 //! ```
 //!
@@ -18,32 +19,13 @@
 //! `ERR_STATUS.PEER_TIMEOUT` names it (default 10s), `--impair` drops,
 //! duplicates and delays that percentage of link datagrams and `--fault`
 //! (get, inline-put, segment-put, atomic) injects a fault, both for tests.
+//! `--core` picks the board's core: the reference engine (default) or,
+//! in a devsim built with the `rtl` feature, the Verilator model of the
+//! RTL core in `hw/`, whose memory answers after `--mem-latency` cycles
+//! (default 30).
 //! A board that dies is reported by the keeper; the others keep serving
 //! until the launcher ends the job (the PEs' liveness checks name the PE).
 
-use devsim::launch;
-use std::process::ExitCode;
-
-const USAGE: &str =
-    "usage: devsim board --dir DIR --node N --nodes M [--window SIZE] [--peer-timeout D]
-                    [--impair loss=P,dup=P,reorder=P] [--fault KIND]
-       devsim launch --job ID --nodes M --dir PREFIX [the same settings]";
-
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("board") => launch::board_main(&args[1..]),
-        Some("launch") => launch::keeper_main(&args[1..]),
-        _ => {
-            devsim::report(USAGE);
-            return ExitCode::from(2);
-        }
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            devsim::report(&format!("devsim: {e}"));
-            ExitCode::from(1)
-        }
-    }
+fn main() -> std::process::ExitCode {
+    devsim::launch::main()
 }

@@ -4,13 +4,14 @@
 //! `oshrun --conduit fpga -n N` calls [`Boards::start`], which runs one
 //! *keeper* process (`devsim launch --job J --nodes N --dir PREFIX`) with
 //! the board settings as flags ([`board_flags`]: `--window`,
-//! `--peer-timeout`, `--impair`, `--fault`, from the `FSHMEM_FPGA_WINDOW`,
-//! `FSHMEM_PEER_TIMEOUT`, `FSHMEM_DEVSIM_IMPAIR` and `FSHMEM_DEVSIM_FAULT`
-//! settings: devsim reads no environment). The keeper starts N boards,
-//! board `n` in `/dev/shm/fshmem-<job>-board<n>/` ([`board_dir`]), and
-//! reports their directories on its stdout once they are ready. PE `n`
-//! then runs with `FSHMEM_FPGA_DEVICE` naming board `n`'s directory, and
-//! reaches its board only through the BAR files there.
+//! `--peer-timeout`, `--impair`, `--fault`, `--core`, `--mem-latency`, from
+//! the `FSHMEM_FPGA_WINDOW`, `FSHMEM_PEER_TIMEOUT`, `FSHMEM_DEVSIM_IMPAIR`,
+//! `FSHMEM_DEVSIM_FAULT`, `FSHMEM_DEVSIM_CORE` and
+//! `FSHMEM_DEVSIM_MEM_LATENCY` settings: devsim reads no environment). The
+//! keeper starts N boards, board `n` in `/dev/shm/fshmem-<job>-board<n>/`
+//! ([`board_dir`]), and reports their directories on its stdout once they
+//! are ready. PE `n` then runs with `FSHMEM_FPGA_DEVICE` naming board
+//! `n`'s directory, and reaches its board only through the BAR files there.
 //!
 //! Stopping is closing the keeper's stdin: it stops the boards, waits for
 //! them and removes their directories. The keeper and the boards also stop
@@ -102,6 +103,10 @@ pub fn board_flags(settings: &Settings) -> Vec<String> {
         format_duration(settings.peer_timeout),
         "--fault".to_string(),
         settings.devsim_fault.clone(),
+        "--core".to_string(),
+        settings.devsim_core.clone(),
+        "--mem-latency".to_string(),
+        settings.devsim_mem_latency.to_string(),
     ];
     if let Some(f) = settings.devsim_impair {
         v.push("--impair".to_string());

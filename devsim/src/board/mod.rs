@@ -61,7 +61,7 @@ use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// `CAPS` of a devsim board: a compute core and two ports, no host DMA.
 pub const DEVSIM_CAPS: u32 = caps::COMPUTE | (cmd::LINK_PORTS as u32) << caps::PORTS_SHIFT;
@@ -194,7 +194,9 @@ impl std::fmt::Debug for BoardModel {
     }
 }
 
-fn punch(bar: &Bar, path: &Path) {
+/// Zeroes a BAR file (a soft reset's DDR clear): punches a hole over all of
+/// it, or writes zeros where the file system cannot.
+pub(crate) fn punch(bar: &Bar, path: &Path) {
     if let Ok(f) = OpenOptions::new().write(true).open(path) {
         // SAFETY: fallocate on an open descriptor; punching a hole zeroes
         // the range without changing the file size. The mapping stays valid.
@@ -535,7 +537,7 @@ impl BoardModel {
     }
 
     /// Runs the board until `stop` is set: spinning while busy, then
-    /// yielding, then sleeping when idle.
+    /// yielding, then sleeping when idle ([`crate::core::run`]).
     pub fn run(&mut self, stop: &AtomicBool) {
         self.run_pausable(stop, &AtomicBool::new(false))
     }
@@ -544,22 +546,7 @@ impl BoardModel {
     /// nothing at all, as a board whose clock stopped: its links and queues
     /// wait, unread (for tests of slow and silent targets).
     pub fn run_pausable(&mut self, stop: &AtomicBool, pause: &AtomicBool) {
-        let mut idle = 0u32;
-        while !stop.load(Ordering::Relaxed) {
-            if !pause.load(Ordering::Acquire) && self.step() {
-                idle = 0;
-                continue;
-            }
-            idle = idle.saturating_add(1);
-            if idle < 64 {
-                std::hint::spin_loop();
-            } else if idle < 256 {
-                std::thread::yield_now();
-            } else {
-                let us = ((idle - 256) / 16).clamp(20, 500);
-                std::thread::sleep(Duration::from_micros(us as u64));
-            }
-        }
+        crate::core::run(self, stop, pause)
     }
 
     fn seg(&self) -> Option<Window> {
@@ -602,6 +589,12 @@ impl BoardModel {
             st |= status::ERROR;
         }
         self.w(regs::STATUS, st);
+    }
+}
+
+impl crate::core::BoardCore for BoardModel {
+    fn step(&mut self) -> bool {
+        BoardModel::step(self)
     }
 }
 
