@@ -56,7 +56,14 @@ pub fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("board") => board_main(&args[1..]),
-        Some("launch") => keeper_main(&args[1..]),
+        // The keeper's errors go to its stdout, where the launcher reads
+        // them (one line, not two).
+        Some("launch") => {
+            return match keeper_main(&args[1..]) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(_) => std::process::ExitCode::from(1),
+            };
+        }
         _ => {
             crate::report(USAGE);
             return std::process::ExitCode::from(2);
@@ -339,7 +346,17 @@ fn parse_peers(s: &str) -> Result<Vec<[u16; 2]>, String> {
 /// `devsim launch --job J --nodes N --dir PREFIX [settings]`: the keeper.
 /// Prints `ready <dirs>` (tab-separated) when every board is up, stops
 /// them when stdin closes.
+/// Every error is also printed on stdout as `error <why>`, the one line the
+/// launcher reports.
 pub fn keeper_main(args: &[String]) -> Result<(), String> {
+    let result = keeper(args);
+    if let Err(e) = &result {
+        println!("error {e}");
+    }
+    result
+}
+
+fn keeper(args: &[String]) -> Result<(), String> {
     install_stop_handlers();
     // The job id only names the keeper's processes (for people and tests).
     flag(args, "--job").ok_or("--job is required")?;
@@ -456,9 +473,6 @@ pub fn keeper_main(args: &[String]) -> Result<(), String> {
     }
     for d in &dirs {
         let _ = std::fs::remove_dir_all(d);
-    }
-    if let Err(e) = &result {
-        println!("error {e}");
     }
     result
 }
