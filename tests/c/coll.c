@@ -115,8 +115,10 @@ int main(void) {
     if (n > 2 && me % 2 == 1) {
         int size = n / 2; /* PEs 1, 3, 5, ... */
         shmem_barrier(1, 1, size, psync);
-        shmem_broadcast32(b32, a32, 3, 1, 1, 1, size, psync);
-        if (me != 3) CHECK(b32[2] == 3 * 256 + 2, "strided broadcast32");
+        /* The root is the set's second PE (PE 3) when it has two. */
+        int root = size > 1 ? 1 : 0;
+        shmem_broadcast32(b32, a32, 3, root, 1, 1, size, psync);
+        if (me != 2 * root + 1) CHECK(b32[2] == (2 * root + 1) * 256 + 2, "strided broadcast32");
         shmem_sync(1, 1, size, psync);
         shmem_fcollect64(b64, a64, 1, 1, 1, size, psync);
         for (int i = 0; i < size; i++) CHECK(b64[i] == (2 * i + 1) * 256, "strided fcollect64 %d", i);
