@@ -41,12 +41,20 @@
 //! to the board its header names, without devsim's reliable transport
 //! (the core has its own sequence numbers, acknowledgements and
 //! retransmission); `--impair` drops, duplicates and delays these
-//! datagrams as it does the engine's. The core's microsecond tick
-//! (`UPTIME`, retransmission and peer timeouts) follows wall time at most
-//! one tick a cycle: the model runs some 200,000 cycles a second, so a busy
-//! board's microsecond lasts about one cycle of simulation and its timeouts
-//! last several times their wall-clock value; an idle board is clocked in
-//! short bursts that keep `UPTIME` moving for the host's heartbeat check.
+//! datagrams as it does the engine's. The frames the core sends leave in
+//! the order they ended, whichever port they took (their sequence numbers
+//! follow that order). Datagrams that waited in a socket enter a port at
+//! most one frame every 16 cycles: the core drops a frame its receive
+//! buffer has no room for (its sender goes back and resends from it), and
+//! a socket's backlog fed back to back overflowed that buffer: up to half
+//! the frames of a collectives run were resent.
+//!
+//! The core's microsecond tick (`UPTIME`, retransmission and peer
+//! timeouts) follows wall time at most one tick a cycle: the model runs
+//! some 200,000 cycles a second, so a busy board's microsecond lasts about
+//! one cycle of simulation and its timeouts last several times their
+//! wall-clock value; an idle board is clocked in short bursts that keep
+//! `UPTIME` moving for the host's heartbeat check.
 
 use crate::bar::Bar;
 use crate::board::punch;
@@ -55,6 +63,7 @@ use crate::link::UdpLink;
 use fshmem_hw::{BEAT, Board, BoardConfig, Dram};
 use gasnet_core::cmd::{self, COMPLETION_BYTES, RX_ENTRY_BYTES, ctrl, err, regs};
 use gasnet_core::impair::{Impair, Impairer};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use std::time::{Duration, Instant};
@@ -73,14 +82,20 @@ pub struct RtlSettings {
 
 /// First retransmission timeout, in core ticks: a busy board's tick lasts
 /// about a cycle of simulation, and a round trip between two board
-/// processes takes a few hundred cycles, more on a loaded machine.
-const RTO_TICKS: u32 = 5_000;
+/// processes takes a few hundred cycles, many thousands when a loaded
+/// machine deschedules a board. (Gaps are repaired sooner, by NACK.)
+const RTO_TICKS: u32 = 20_000;
 /// Largest retransmission timeout, in core ticks.
-const RTO_MAX_TICKS: u32 = 200_000;
+const RTO_MAX_TICKS: u32 = 1_000_000;
+/// Ticks between two NACKs to one peer: a retransmission takes hundreds
+/// of cycles (ticks) to arrive, and NACKs repeated sooner only resend it.
+const NACK_HOLD_TICKS: u16 = 1_000;
 /// Cycles clocked per step while the core has work.
 const BATCH: usize = 64;
-/// Frames leave for the links every this many cycles within a batch.
-const TX_EVERY: usize = 8;
+/// Cycles from the start of one received frame to the next on a port.
+const RX_GAP: u32 = 16;
+/// A batch ends early once the core is found idle, checked this often.
+const IDLE_CHECK: usize = 8;
 /// Most cycles an idle step clocks to deliver owed ticks.
 const IDLE_CYCLES: u64 = 64;
 /// Datagrams taken from the sockets per step at most.
@@ -247,6 +262,10 @@ pub struct RtlBoard {
     udp: UdpLink,
     impair: Option<Impairer>,
     buf: Vec<u8>,
+    /// Frames received and not yet given to a port, and the cycles before
+    /// a port takes the next one.
+    rx_queue: [VecDeque<Vec<u8>>; 2],
+    rx_gap: [u32; 2],
     /// The value devsim last left in each of [`HOST_CELLS`].
     shadow: [u32; HOST_CELLS.len()],
     /// The next completion and receive entries to copy into the file.
@@ -299,6 +318,7 @@ impl RtlBoard {
             rto_ticks: RTO_TICKS,
             rto_max_ticks: RTO_MAX_TICKS,
             peer_timeout_ticks: s.peer_timeout.as_micros().min(u32::MAX as u128) as u32,
+            nack_hold_ticks: NACK_HOLD_TICKS,
             ..BoardConfig::default()
         };
         let board = Board::new(cfg, Bar2Mem { bar: bar2 })
@@ -313,6 +333,8 @@ impl RtlBoard {
             udp,
             impair: s.impair.map(|f| Impairer::new(f, seed)),
             buf: vec![0; 1 << 16],
+            rx_queue: Default::default(),
+            rx_gap: [0; 2],
             shadow: [0; HOST_CELLS.len()],
             cq_seen: 0,
             rq_seen: 0,
@@ -531,7 +553,7 @@ impl RtlBoard {
             let Some((n, port)) = self.udp.recv_raw(&mut self.buf) else {
                 break;
             };
-            self.board.push_frame(port, self.buf[..n].to_vec());
+            self.rx_queue[port & 1].push_back(self.buf[..n].to_vec());
             any = true;
         }
         if let Some(imp) = self.impair.as_mut() {
@@ -543,27 +565,46 @@ impl RtlBoard {
         any
     }
 
+    /// Gives each port its next received frame once the previous one has
+    /// gone in and [`RX_GAP`] cycles have passed since it started, so that
+    /// frames that waited in a socket arrive paced, not back to back.
+    fn feed_ports(&mut self) {
+        for p in 0..2 {
+            if self.rx_gap[p] > 0 {
+                self.rx_gap[p] -= 1;
+            } else if self.board.rx_pending(p) == 0 {
+                if let Some(f) = self.rx_queue[p].pop_front() {
+                    self.board.push_frame(p, f);
+                    self.rx_gap[p] = RX_GAP;
+                }
+            }
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.board.busy() || self.rx_queue.iter().any(|q| !q.is_empty())
+    }
+
     /// Frames the core sent, to the boards their headers name.
     fn link_out(&mut self) {
-        let now = Instant::now();
-        for port in 0..2 {
-            while let Some(f) = self.board.pop_frame(port) {
-                // The destination node, big-endian at bytes 6..8
-                // (spec/wire.md); a frame too short to name one is dropped,
-                // as a link would drop a runt.
-                let Some(&[hi, lo]) = f.get(6..8).and_then(|s| <&[u8; 2]>::try_from(s).ok()) else {
-                    continue;
-                };
-                let dst = u16::from_be_bytes([hi, lo]);
-                let udp = &mut self.udp;
-                match self.impair.as_mut() {
-                    None => {
-                        let _ = udp.send_raw(dst, &f);
-                    }
-                    Some(imp) => imp.pass(now, dst, &f, &mut |d, b| {
-                        let _ = udp.send_raw(d, b);
-                    }),
+        // In the order the frames ended: one peer's frames may leave on
+        // both ports, and their sequence numbers follow that order.
+        while let Some((_, f)) = self.board.pop_sent() {
+            // The destination node, big-endian at bytes 6..8 (spec/wire.md);
+            // a frame too short to name one is dropped, as a link drops a
+            // runt.
+            let Some(&[hi, lo]) = f.get(6..8).and_then(|s| <&[u8; 2]>::try_from(s).ok()) else {
+                continue;
+            };
+            let dst = u16::from_be_bytes([hi, lo]);
+            let udp = &mut self.udp;
+            match self.impair.as_mut() {
+                None => {
+                    let _ = udp.send_raw(dst, &f);
                 }
+                Some(imp) => imp.pass(Instant::now(), dst, &f, &mut |d, b| {
+                    let _ = udp.send_raw(d, b);
+                }),
             }
         }
     }
@@ -580,12 +621,11 @@ impl RtlBoard {
                 self.board.tick();
                 self.owed -= 1;
             }
+            self.feed_ports();
             self.board.cycle();
-            if i % TX_EVERY == TX_EVERY - 1 {
-                self.link_out();
-                if !self.board.busy() {
-                    break;
-                }
+            self.link_out();
+            if i % IDLE_CHECK == IDLE_CHECK - 1 && !self.busy() {
+                break;
             }
         }
         self.link_out();
@@ -596,7 +636,7 @@ impl BoardCore for RtlBoard {
     fn step(&mut self) -> bool {
         let mut progress = self.take_host_stores();
         progress |= self.link_in();
-        if progress || self.board.busy() {
+        if progress || self.busy() {
             self.clock(BATCH);
             self.publish(false);
             return true;
@@ -612,10 +652,10 @@ impl BoardCore for RtlBoard {
                 self.board.cycle();
             }
             self.link_out();
-            if Instant::now().duration_since(self.uptime_at) >= UPTIME_EVERY || self.board.busy() {
+            if Instant::now().duration_since(self.uptime_at) >= UPTIME_EVERY || self.busy() {
                 self.publish(false);
             }
         }
-        self.board.busy()
+        self.busy()
     }
 }

@@ -90,6 +90,9 @@ pub struct Board<D: Dram> {
     msi: u64,
     trace: Option<Vec<(u64, Event)>>,
     tx_mid: [bool; 2],
+    /// The port of each frame sent and not yet popped, in the order the
+    /// frames ended.
+    tx_order: std::collections::VecDeque<usize>,
     rx_mid: [bool; 2],
 }
 
@@ -121,6 +124,7 @@ impl<D: Dram> Board<D> {
             msi: 0,
             trace: None,
             tx_mid: [false; 2],
+            tx_order: std::collections::VecDeque::new(),
             rx_mid: [false; 2],
         };
         b.inp.strap_node_id = cfg.node;
@@ -277,6 +281,9 @@ impl<D: Dram> Board<D> {
                     self.out.tx_keep[p],
                     self.out.tx_last[p] == 1,
                 );
+                if self.out.tx_last[p] == 1 {
+                    self.tx_order.push_back(p);
+                }
             }
         }
         if self.out.msi == 1 {
@@ -349,6 +356,11 @@ impl<D: Dram> Board<D> {
         }
     }
 
+    /// Frames queued to arrive on `port` (the one arriving included).
+    pub fn rx_pending(&self, port: usize) -> usize {
+        self.rx[port & 1].pending()
+    }
+
     /// Queues a frame to arrive on `port`.
     pub fn push_frame(&mut self, port: usize, frame: Vec<u8>) {
         self.rx[port & 1].push(frame);
@@ -356,7 +368,21 @@ impl<D: Dram> Board<D> {
 
     /// The next frame the core sent on `port`.
     pub fn pop_frame(&mut self, port: usize) -> Option<Vec<u8>> {
-        self.tx[port & 1].pop()
+        let f = self.tx[port & 1].pop()?;
+        if let Some(i) = self.tx_order.iter().position(|&p| p == port & 1) {
+            self.tx_order.remove(i);
+        }
+        Some(f)
+    }
+
+    /// The next frame the core sent on either port, in the order the frames
+    /// ended, with its port. A sender's sequence numbers follow this order
+    /// even when it spreads frames to one peer over both ports, so a link
+    /// that carries both ports' frames on one path keeps them in sequence.
+    pub fn pop_sent(&mut self) -> Option<(usize, Vec<u8>)> {
+        let port = self.tx_order.pop_front()?;
+        let f = self.tx[port].pop()?;
+        Some((port, f))
     }
 
     /// Withholds (or gives) `tready` on a port.
