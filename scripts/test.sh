@@ -69,6 +69,9 @@ synth_pid=$!
 # (errexit holds inside the trap: a Yosys already gone must not fail it.)
 trap 'pkill -P "$synth_pid" 2>/dev/null || true; kill "$synth_pid" 2>/dev/null || true; rm -rf "$synth_out"' EXIT
 
+# devsim with the RTL core of hw/ as devsim-rtl (tests/tests/fpga_rtl.rs);
+# first, so that the default build below leaves `devsim` without it.
+cargo build --release -p devsim --features rtl
 cargo build --release --workspace
 # Each conduit is a cargo feature: every one builds alone.
 for conduit in smp ipv6 fpga ofi; do
