@@ -32,6 +32,8 @@ packages=(
     # The RTL core (hw/): its Verilator model, lint and Yosys synthesis.
     "verilator:/usr/bin/verilator"
     "yosys:/usr/bin/yosys"
+    # A test job that times out shows its processes' stacks (tests/src/hung.rs).
+    "gdb:/usr/bin/gdb"
 )
 
 missing=()

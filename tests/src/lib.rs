@@ -9,6 +9,7 @@
 //! Build everything first, as the README's test command does
 //! (`bash scripts/test.sh`; `cargo test` builds the examples).
 
+pub mod hung;
 pub mod slurm;
 
 use std::io::Read;
@@ -94,6 +95,8 @@ pub struct Running {
     stderr_reader: Option<std::thread::JoinHandle<String>>,
     start: Instant,
     done: bool,
+    /// The command line, for messages.
+    command: String,
 }
 
 /// Starts `cmd` in a process group of its own, with stdout and stderr
@@ -114,6 +117,7 @@ pub fn spawn(cmd: &mut Command) -> Running {
             Ok(())
         });
     }
+    let command = format!("{cmd:?}");
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -155,6 +159,7 @@ pub fn spawn(cmd: &mut Command) -> Running {
         stderr_reader: Some(stderr_reader),
         start: Instant::now(),
         done: false,
+        command,
     }
 }
 
@@ -229,6 +234,7 @@ pub fn finish(mut job: Running, timeout: Duration) -> RunOutput {
             break st;
         }
         if job.start.elapsed() > timeout {
+            let state = hung::describe_group(job.child.id() as i32);
             job.stop();
             job.done = true;
             let err = job
@@ -237,7 +243,9 @@ pub fn finish(mut job: Running, timeout: Duration) -> RunOutput {
                 .and_then(|h| h.join().ok())
                 .unwrap_or_default();
             panic!(
-                "timed out after {timeout:?}; stdout so far:\n{}{}\nstderr:\n{err}",
+                "timed out after {timeout:?}: {}\nstdout so far:\n{}{}\nstderr:\n{err}\n\
+                 what the job was doing:\n{state}",
+                job.command,
                 job.stdout,
                 job.lines.try_iter().collect::<String>()
             );
