@@ -3,8 +3,10 @@
  * the counts and the results show that the tool saw every call and the
  * library still did the work. Expected counts per PE: init 1, put 10,
  * g 10, barrier_all 22 (2 per round, 1 more, and done()'s), sum_reduce 1
- * (done() reduces ints), malloc 1, free 1. */
+ * (done() reduces ints), malloc 1, free 1, and the extension
+ * shmemx_am_poll 3. */
 #include "check.h"
+#include <shmemx.h>
 
 int main(void) {
     shmem_init();
@@ -24,5 +26,6 @@ int main(void) {
     shmem_long_sum_reduce(SHMEM_TEAM_WORLD, &sum, &one, 1);
     CHECK(sum == n, "sum %ld", sum);
     shmem_free(buf);
+    for (int i = 0; i < 3; i++) shmemx_am_poll();
     return done("pshmem_prog");
 }

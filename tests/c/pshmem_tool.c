@@ -7,7 +7,7 @@
 #include <pshmem.h>
 #include <stdio.h>
 
-static long puts_, gets_, barriers, reductions, mallocs, frees, inits;
+static long puts_, gets_, barriers, reductions, mallocs, frees, inits, polls;
 
 void shmem_init(void) {
     inits++;
@@ -44,9 +44,15 @@ void shmem_free(void *ptr) {
     pshmem_free(ptr);
 }
 
+void shmemx_am_poll(void) {
+    polls++;
+    pshmemx_am_poll();
+}
+
 void shmem_finalize(void) {
-    printf("tool: PE %d: init %ld put %ld g %ld barrier_all %ld sum_reduce %ld malloc %ld free %ld\n",
-           pshmem_my_pe(), inits, puts_, gets_, barriers, reductions, mallocs, frees);
+    printf("tool: PE %d: init %ld put %ld g %ld barrier_all %ld sum_reduce %ld malloc %ld free %ld "
+           "am_poll %ld\n",
+           pshmem_my_pe(), inits, puts_, gets_, barriers, reductions, mallocs, frees, polls);
     fflush(stdout);
     pshmem_finalize();
 }

@@ -405,7 +405,8 @@ fn a_profiling_tool_counts_calls_through_pshmem() {
             }
             for pe in 0..n {
                 let want = format!(
-                    "tool: PE {pe}: init 1 put 10 g 10 barrier_all 22 sum_reduce 1 malloc 1 free 1"
+                    "tool: PE {pe}: init 1 put 10 g 10 barrier_all 22 sum_reduce 1 malloc 1 free 1 \
+                     am_poll 3"
                 );
                 assert_eq!(
                     tool_lines.iter().filter(|l| **l == want).count(),

@@ -61,7 +61,7 @@ unsafe fn bytes_of<'a>(p: *const c_void, nbytes: usize) -> &'a [u8] {
 
 /// `shmemx_am_register`: registers `fn` (called with `user`) as a handler;
 /// collective, ends with a barrier; returns the handler's number.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemx_am_register")]
 pub extern "C" fn shmemx_am_register(f: Option<CHandler>, user: *mut c_void) -> c_int {
     const CALL: &str = "shmemx_am_register";
     let rt = rt(CALL);
@@ -98,6 +98,7 @@ pub extern "C" fn shmemx_am_register(f: Option<CHandler>, user: *mut c_void) -> 
     ));
     c_int::from(h.index())
 }
+weak_alias!("shmemx_am_register");
 
 /// The token a C handler was given.
 ///
@@ -114,17 +115,18 @@ unsafe fn token<'a>(token: *mut c_void) -> &'a mut Token<'a, 'a> {
 ///
 /// # Safety
 /// `tok` is the token of the running handler.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemx_am_src_pe")]
 pub unsafe extern "C" fn shmemx_am_src_pe(tok: *mut c_void) -> c_int {
     // SAFETY: the caller's contract.
     unsafe { token(tok) }.src_pe() as c_int
 }
+weak_alias!("shmemx_am_src_pe");
 
 /// `shmemx_am_request_short`.
 ///
 /// # Safety
 /// `args` holds `nargs` words.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemx_am_request_short")]
 pub unsafe extern "C" fn shmemx_am_request_short(
     pe: c_int,
     h: c_int,
@@ -138,12 +140,13 @@ pub unsafe extern "C" fn shmemx_am_request_short(
     ok(handler(rt, CALL, h)
         .and_then(|h| am::request(rt, CALL, pe as usize, Category::Short, h, a, &[], 0)));
 }
+weak_alias!("shmemx_am_request_short");
 
 /// `shmemx_am_request_medium`.
 ///
 /// # Safety
 /// `args` holds `nargs` words, `payload` `nbytes` bytes.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemx_am_request_medium")]
 pub unsafe extern "C" fn shmemx_am_request_medium(
     pe: c_int,
     h: c_int,
@@ -159,13 +162,14 @@ pub unsafe extern "C" fn shmemx_am_request_medium(
     ok(handler(rt, CALL, h)
         .and_then(|h| am::request(rt, CALL, pe as usize, Category::Medium, h, a, p, 0)));
 }
+weak_alias!("shmemx_am_request_medium");
 
 /// `shmemx_am_request_long`: `payload` is written at symmetric `dest` on
 /// PE `pe` before its handler runs.
 ///
 /// # Safety
 /// `args` holds `nargs` words, `payload` `nbytes` bytes.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemx_am_request_long")]
 pub unsafe extern "C" fn shmemx_am_request_long(
     pe: c_int,
     h: c_int,
@@ -184,12 +188,13 @@ pub unsafe extern "C" fn shmemx_am_request_long(
         am::request(rt, CALL, pe as usize, Category::Long, h, a, p, off)
     }));
 }
+weak_alias!("shmemx_am_request_long");
 
 /// `shmemx_am_reply_short`: the handler's one reply.
 ///
 /// # Safety
 /// `tok` is the token of the running handler; `args` holds `nargs` words.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemx_am_reply_short")]
 pub unsafe extern "C" fn shmemx_am_reply_short(
     tok: *mut c_void,
     h: c_int,
@@ -202,13 +207,14 @@ pub unsafe extern "C" fn shmemx_am_reply_short(
     let (t, a) = unsafe { (token(tok), args_of(args, nargs)) };
     ok(handler(rt, CALL, h).and_then(|h| t.reply_short(h, a)));
 }
+weak_alias!("shmemx_am_reply_short");
 
 /// `shmemx_am_reply_medium`.
 ///
 /// # Safety
 /// `tok` is the token of the running handler; `args` holds `nargs` words,
 /// `payload` `nbytes` bytes.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemx_am_reply_medium")]
 pub unsafe extern "C" fn shmemx_am_reply_medium(
     tok: *mut c_void,
     h: c_int,
@@ -223,6 +229,7 @@ pub unsafe extern "C" fn shmemx_am_reply_medium(
     let (t, a, p) = unsafe { (token(tok), args_of(args, nargs), bytes_of(payload, nbytes)) };
     ok(handler(rt, CALL, h).and_then(|h| t.reply_medium(h, a, p)));
 }
+weak_alias!("shmemx_am_reply_medium");
 
 /// `shmemx_am_reply_long`: `payload` is written at symmetric `dest` on the
 /// requester before its reply handler runs.
@@ -230,7 +237,7 @@ pub unsafe extern "C" fn shmemx_am_reply_medium(
 /// # Safety
 /// `tok` is the token of the running handler; `args` holds `nargs` words,
 /// `payload` `nbytes` bytes.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemx_am_reply_long")]
 pub unsafe extern "C" fn shmemx_am_reply_long(
     tok: *mut c_void,
     h: c_int,
@@ -249,9 +256,10 @@ pub unsafe extern "C" fn shmemx_am_reply_long(
         t.reply_long_bytes(h, a, p, off)
     }));
 }
+weak_alias!("shmemx_am_reply_long");
 
 /// `shmemx_am_poll`: serves pending incoming messages.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemx_am_poll")]
 pub extern "C" fn shmemx_am_poll() {
     const CALL: &str = "shmemx_am_poll";
     let rt = rt(CALL);
@@ -262,3 +270,4 @@ pub extern "C" fn shmemx_am_poll() {
         }),
     );
 }
+weak_alias!("shmemx_am_poll");
