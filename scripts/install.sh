@@ -10,14 +10,15 @@ fi
 prefix=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FSHMEM_BUILD_DIR:-$root/target/release}
-for f in oshrun oshcc oshcxx libshmem.so libshmem.a; do
+for f in oshrun oshcc oshcxx devsim libshmem.so libshmem.a; do
     if [ ! -f "$build/$f" ]; then
         echo "install.sh: $build/$f is missing; run cargo build --release --workspace first" >&2
         exit 1
     fi
 done
 mkdir -p "$prefix/bin" "$prefix/lib" "$prefix/include"
-for f in oshrun oshcc oshcxx; do
+# devsim beside oshrun: `oshrun --conduit fpga` starts its boards with it.
+for f in oshrun oshcc oshcxx devsim; do
     cp -f "$build/$f" "$prefix/bin/$f"
 done
 ln -sf oshcxx "$prefix/bin/oshc++"

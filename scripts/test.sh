@@ -51,4 +51,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 cargo build --release --workspace
+# Each conduit is a cargo feature: every one builds alone.
+for conduit in smp ipv6 fpga ofi; do
+    cargo check --quiet -p conduits --lib --no-default-features --features "$conduit"
+done
 cargo test --release --workspace

@@ -12,9 +12,9 @@
 //! B after it, the local C block after that, and on PE 0 the full C
 //! (`n × n`) that ART fills.
 
-use conduits::fpga::devsim::compute::GEMM_RUN;
 use conduits::prelude::*;
 use conduits::{AnyConduit, Category, JobEnv, SegmentRequest, Settings};
+use gasnet_core::compute::GEMM_RUN;
 use gasnet_core::handlers::FIRST_USER;
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -155,32 +155,6 @@ pub fn check_pe(pe: usize, size: usize) -> Result<()> {
     Ok(())
 }
 
-/// The PE that failed first, found from PE `pe`, which failed or left:
-/// `cause(q)` is the PE that PE `q` recorded as the reason it left, if any.
-/// Follows the records (at most one step per PE) until a PE recorded none,
-/// or named itself, this PE (`me`) or a PE outside the job.
-///
-/// ```
-/// use conduits::error::root_of;
-/// // PE 0 left because of PE 2, PE 2 because of PE 1, PE 1 failed itself.
-/// let causes = [Some(2), None, Some(1), None];
-/// assert_eq!(root_of(0, 3, 4, |q| causes[q]), 1);
-/// assert_eq!(root_of(1, 3, 4, |q| causes[q]), 1);
-/// // A record naming the caller or a PE outside the job is not followed.
-/// assert_eq!(root_of(0, 2, 4, |q| causes[q]), 0);
-/// assert_eq!(root_of(3, 0, 4, |_| Some(9)), 3);
-/// ```
-pub fn root_of(pe: usize, me: usize, size: usize, cause: impl Fn(usize) -> Option<usize>) -> usize {
-    let mut root = pe;
-    for _ in 0..size {
-        match cause(root) {
-            Some(next) if next != root && next != me && next < size => root = next,
-            _ => break,
-        }
-    }
-    root
-}
-
 /// Checks that `pe` exists and that a word of `align` bytes at `offset`
 /// (an atomic's target, a signal word) lies in a segment of `segment_len`
 /// bytes and is aligned to its size.

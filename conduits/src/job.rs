@@ -29,7 +29,12 @@ impl JobEnv {
     /// Reads the job from the process environment; a singleton job when no
     /// launcher variables are set.
     pub fn from_env() -> Result<JobEnv> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        let get = |k: &str| std::env::var(k).ok();
+        let job = Self::from_lookup(get)?;
+        if let Some(fd) = JobVars::from_lookup(get)?.launcher_fd {
+            let _ = LAUNCHER_FD.set(fd);
+        }
+        Ok(job)
     }
 
     /// Reads the job through `get` (testable without touching the process
@@ -108,6 +113,9 @@ impl JobEnv {
 /// its launcher which PE failed first; `oshrun` sets it.
 pub const LAUNCHER_FD_VAR: &str = "FSHMEM_LAUNCHER_FD";
 
+/// The descriptor [`LAUNCHER_FD_VAR`] named when the job was read.
+static LAUNCHER_FD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
 /// Tells the launcher (through [`LAUNCHER_FD_VAR`]) that this PE found PE
 /// `pe` failed and is about to leave because of it, so that the launcher,
 /// which may see this PE end first, names `pe` as the cause. Once per
@@ -118,9 +126,9 @@ pub const LAUNCHER_FD_VAR: &str = "FSHMEM_LAUNCHER_FD";
 /// of fewer than `PIPE_BUF` bytes, so lines from several PEs never mix.
 pub fn tell_launcher_failed(pe: usize) {
     static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    let Some(fd) = std::env::var(LAUNCHER_FD_VAR)
-        .ok()
-        .and_then(|v| v.parse::<libc::c_int>().ok())
+    let Some(fd) = LAUNCHER_FD
+        .get()
+        .and_then(|&v| libc::c_int::try_from(v).ok())
     else {
         return;
     };

@@ -8,8 +8,9 @@
 //! - [`ipv6`]: the UDP/IPv6 bridge carrying `spec/wire.md` packets over a
 //!   reliable per-peer transport, with a progress thread per PE; spans
 //!   hosts, bootstrapped by [`bootstrap`] (rendezvous, PMI-1, Slurm).
-//! - [`fpga`]: a BAR-mapped board, or its software model `devsim`
-//!   ([`fpga::devsim`]) whose BARs are files.
+//! - [`fpga`]: a BAR-mapped board, or its software model (the `devsim`
+//!   crate and program, which this crate does not contain) whose BARs are
+//!   files.
 //! - [`ofi`]: libfabric (loaded at run time): the provider's RMA and
 //!   atomics, active messages as fabric messages.
 //! - [`route`]: a job whose PEs span hosts, routed by target PE: smp
@@ -27,6 +28,7 @@ pub mod aligned;
 pub mod bootstrap;
 pub mod config;
 pub mod contract;
+#[cfg(any(feature = "smp", feature = "ipv6", feature = "ofi"))]
 mod cpu_amo;
 pub mod error;
 #[cfg(feature = "fpga")]
@@ -34,6 +36,7 @@ pub mod fpga;
 #[cfg(feature = "ipv6")]
 pub mod ipv6;
 pub mod job;
+pub mod liveness;
 #[cfg(feature = "ofi")]
 pub mod ofi;
 mod registry;

@@ -113,6 +113,8 @@ pub struct Backoff {
     steps: u64,
     /// When the clock of [`Backoff::timed_out`] started (first read).
     since: Option<Instant>,
+    /// This wait's own timeout, instead of the process-wide one.
+    limit: Option<Option<Duration>>,
 }
 
 impl Backoff {
@@ -122,6 +124,16 @@ impl Backoff {
         Backoff {
             steps: 0,
             since: None,
+            limit: None,
+        }
+    }
+
+    /// A backoff whose [`Backoff::timed_out`] uses `limit` instead of the
+    /// process-wide wait timeout.
+    pub fn with_timeout(limit: Option<Duration>) -> Backoff {
+        Backoff {
+            limit: Some(limit),
+            ..Backoff::new()
         }
     }
 
@@ -139,7 +151,7 @@ impl Backoff {
 
     #[cold]
     fn timed_out_now(&mut self) -> Option<Duration> {
-        let limit = timeout()?;
+        let limit = self.limit.unwrap_or_else(timeout)?;
         let now = Instant::now();
         let since = *self.since.get_or_insert(now);
         let waited = now.saturating_duration_since(since);
@@ -232,15 +244,14 @@ mod tests {
 
     #[test]
     fn no_timeout_by_default_and_reset_restarts_the_clock() {
-        // The only test of this module touching the global timeout.
-        set_timeout(None);
-        let mut b = Backoff::new();
+        // Never the process-wide timeout: other tests of this process wait
+        // under it meanwhile.
+        let mut b = Backoff::with_timeout(None);
         for _ in 0..10_000 {
             assert!(b.timed_out().is_none());
             b.snooze();
         }
-        set_timeout(Some(Duration::from_millis(30)));
-        let mut b = Backoff::new();
+        let mut b = Backoff::with_timeout(Some(Duration::from_millis(30)));
         let start = Instant::now();
         let mut resets = 0;
         let waited = loop {
@@ -253,7 +264,6 @@ mod tests {
             }
             b.snooze();
         };
-        set_timeout(None);
         assert!(waited >= Duration::from_millis(30));
         assert!(
             start.elapsed() >= Duration::from_millis(50),

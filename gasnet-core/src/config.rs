@@ -1,7 +1,7 @@
 //! Typed configuration tables: the machinery every layer declares its
 //! variables with, each exactly once.
 //!
-//! A layer declares a table with [`config_table!`]: one row per variable
+//! A layer declares a table with [`config_table!`](crate::config_table): one row per variable
 //! (the struct field, its type, the environment variable, its default as
 //! text, the [`Codec`] that parses and formats it, one line of help, and
 //! optionally a range check). The macro yields the struct, its row list
@@ -123,7 +123,7 @@ impl Codec<u64> for Size {
 
 /// Reads one variable through `get`: its value if set and not blank, else
 /// `default`, parsed by `C` and checked by `check`. Used by
-/// [`config_table!`].
+/// [`config_table!`](crate::config_table).
 pub fn read<T, C: Codec<T>>(
     get: &dyn Fn(&str) -> Option<String>,
     var: &'static str,
@@ -146,9 +146,13 @@ pub fn read<T, C: Codec<T>>(
 /// Declares a configuration table: a struct whose fields are variables.
 /// See the [module documentation](self) for the row syntax.
 ///
-/// The struct gets `VARS` (its rows, in order), `from_lookup(get)`,
-/// `value_of(var)`, `rows()` (name, value in force, default, help) and a
-/// `Default` made of the defaults.
+/// The struct gets `VARS` (its own rows, in order), `all_vars()` (its rows
+/// and those of the tables it includes), `from_lookup(get)`,
+/// `value_of(var)`, `rows()` (every variable with its value in force) and a
+/// `Default` made of the defaults. An optional `include { field: Type, }`
+/// block after the rows embeds other tables as fields: one table that
+/// reads, lists and shows theirs too (the runtime's table includes the
+/// conduits', so `SHMEM_INFO` lists every layer's variables).
 #[macro_export]
 macro_rules! config_table {
     (
@@ -159,6 +163,9 @@ macro_rules! config_table {
                     help $help:literal $(, check $check:expr)? ;
             )*
         }
+        $(include {
+            $( $(#[$imeta:meta])* $ifield:ident : $ity:ty ),* $(,)?
+        })?
     ) => {
         $(#[$meta])*
         #[derive(Clone, Debug, PartialEq)]
@@ -167,6 +174,7 @@ macro_rules! config_table {
                 #[doc = concat!("`", $var, "` (default `", $default, "`): ", $help, ".")]
                 pub $field: $ty,
             )*
+            $($( $(#[$imeta])* pub $ifield: $ity, )*)?
         }
 
         impl $name {
@@ -174,6 +182,15 @@ macro_rules! config_table {
             pub const VARS: &'static [$crate::config::Var] = &[
                 $( $crate::config::Var { name: $var, default: $default, help: $help }, )*
             ];
+
+            /// Every variable this table reads: its own, then those of the
+            /// tables it includes.
+            pub fn all_vars() -> Vec<$crate::config::Var> {
+                #[allow(unused_mut)]
+                let mut v = Self::VARS.to_vec();
+                $($( v.extend(<$ity>::all_vars()); )*)?
+                v
+            }
 
             /// Reads every variable through `get`; unset or blank ones take
             /// their defaults. A bad value is an error naming the variable.
@@ -192,25 +209,31 @@ macro_rules! config_table {
                             },
                         )?,
                     )*
+                    $($( $ifield: <$ity>::from_lookup(&get)?, )*)?
                 })
             }
 
-            /// The value in force of variable `var` as text, if it is a row
-            /// of this table.
+            /// The value in force of variable `var` as text, if this table
+            /// (or one it includes) reads it.
             pub fn value_of(&self, var: &str) -> Option<String> {
                 $(
                     if var == $var {
                         return Some(<$codec as $crate::config::Codec<$ty>>::show(&self.$field));
                     }
                 )*
+                $($(
+                    if let Some(v) = self.$ifield.value_of(var) {
+                        return Some(v);
+                    }
+                )*)?
                 None
             }
 
-            /// Every row with its value in force: (variable, value, default, help).
+            /// Every variable with its value in force, included tables' too.
             pub fn rows(&self) -> Vec<($crate::config::Var, String)> {
-                Self::VARS
-                    .iter()
-                    .map(|v| (*v, self.value_of(v.name).unwrap_or_default()))
+                Self::all_vars()
+                    .into_iter()
+                    .map(|v| (v, self.value_of(v.name).unwrap_or_default()))
                     .collect()
             }
         }
@@ -517,6 +540,31 @@ mod tests {
                 .find(|(a, _)| *a == k)
                 .map(|(_, b)| b.to_string())
         }
+    }
+
+    crate::config_table! {
+        /// A table including another.
+        struct Outer {
+            depth: usize = "T_DEPTH", default "3", Plain, help "a count";
+        }
+        include {
+            /// The inner table.
+            inner: T,
+        }
+    }
+
+    #[test]
+    fn included_tables_are_read_listed_and_shown() {
+        let o = Outer::from_lookup(env(&[("T_DEPTH", "5"), ("T_ON", "1")])).unwrap();
+        assert_eq!(o.depth, 5);
+        assert!(o.inner.on);
+        assert_eq!(o.value_of("T_ON").as_deref(), Some("1"));
+        let names: Vec<&str> = Outer::all_vars().iter().map(|v| v.name).collect();
+        assert_eq!(names[0], "T_DEPTH");
+        assert!(names.contains(&"T_SIZE") && names.len() == 1 + T::VARS.len());
+        assert_eq!(o.rows().len(), names.len());
+        let e = Outer::from_lookup(env(&[("T_SIZE", "x")])).unwrap_err();
+        assert_eq!(e.var, "T_SIZE");
     }
 
     #[test]

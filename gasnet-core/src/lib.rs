@@ -9,18 +9,23 @@
 //! board model share.
 //!
 //! Also the pieces of protocol logic every transport shares, still without
-//! I/O: the typed configuration tables of every layer ([`config`]) and the
-//! test impairment of datagram streams ([`impair`]).
+//! I/O: the reliable link's state machine ([`reliable`]: sequence numbers,
+//! acknowledgements, retransmission), the test impairment of datagram
+//! streams ([`impair`]), the protocol of a board's compute core
+//! ([`compute`]) and the typed configuration tables of every layer
+//! ([`config`]).
 //!
 //! Nothing here knows OpenSHMEM and nothing here performs I/O.
 
 pub mod am;
 pub mod amo;
 pub mod cmd;
+pub mod compute;
 pub mod config;
 pub mod crc;
 pub mod engine;
 pub mod impair;
+pub mod reliable;
 pub mod types;
 pub mod wire;
 

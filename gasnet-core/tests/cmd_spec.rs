@@ -437,6 +437,8 @@ fn register_table_matches_the_constants() {
         ("CNT_RETRANSMITS", regs::CNT_RETRANSMITS),
         ("CNT_STALLS", regs::CNT_STALLS),
         ("CNT_ERRORS", regs::CNT_ERRORS),
+        ("UPTIME_LO", regs::UPTIME_LO),
+        ("UPTIME_HI", regs::UPTIME_HI),
         ("LINK0_STATUS", regs::link(0, regs::LINK_STATUS)),
         ("LINK0_PEER", regs::link(0, regs::LINK_PEER)),
         ("LINK0_CRC_ERRORS", regs::link(0, regs::LINK_CRC_ERRORS)),

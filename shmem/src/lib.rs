@@ -35,7 +35,7 @@
 //!
 //! | OpenSHMEM | here |
 //! |---|---|
-//! | `shmem_init`, `shmem_finalize` | [`init`], drop of [`Shmem`] or [`Shmem::finalize`] |
+//! | `shmem_init`, `shmem_finalize` | [`init`] (or [`Builder`] to configure in code), drop of [`Shmem`] or [`Shmem::finalize`] |
 //! | `shmem_my_pe`, `shmem_n_pes` | [`Shmem::my_pe`], [`Shmem::n_pes`] (and the free [`my_pe`], [`n_pes`]) |
 //! | `shmem_malloc`, `_calloc`, `_align`, `_realloc`, `_free` | [`Shmem::malloc`], [`Shmem::calloc`], [`Shmem::align`], [`SymVec::realloc`], drop or [`SymVec::free`] |
 //! | `shmem_put`, `_get`, `_p`, `_g` | [`SymVec::put`], [`SymVec::get`], [`SymVec::p`], [`SymVec::g`] |
@@ -61,6 +61,7 @@
 //! Configuration comes from the environment: see [`config`].
 
 pub mod alloc;
+mod builder;
 mod capi;
 pub mod coll;
 pub mod config;
@@ -74,8 +75,8 @@ pub mod sym;
 pub mod team;
 pub mod wait;
 
+pub use builder::Builder;
 pub use coll::ops::{Complex32, Complex64};
-pub use conduits::SignalOp;
 /// Prints one diagnostic line to stderr in a single write, so lines from
 /// PEs sharing a terminal or pipe never interleave: use it instead of
 /// `eprintln!` in SPMD programs.
@@ -84,6 +85,7 @@ pub use conduits::SignalOp;
 /// shmem::report!("PE {}: checksum mismatch at {}", 0, 17);
 /// ```
 pub use conduits::report;
+pub use conduits::{ConduitKind, SignalOp};
 pub use config::Config;
 pub use ctx::{Ctx, CtxOptions, ThreadLevel};
 pub use error::{Result, ShmemError};
@@ -162,7 +164,11 @@ pub fn init_thread(requested: ThreadLevel) -> Result<(Shmem, ThreadLevel)> {
 }
 
 fn init_full(config: Config, level: ThreadLevel) -> Result<Shmem> {
-    let rt = Runtime::start(config, level, runtime::StartOptions::default())?;
+    start(config, level, runtime::StartOptions::default())
+}
+
+fn start(config: Config, level: ThreadLevel, opts: runtime::StartOptions) -> Result<Shmem> {
+    let rt = Runtime::start(config, level, opts)?;
     Ok(Shmem {
         // SAFETY: `Runtime::start` returns a pointer from `Box::into_raw`.
         rt: unsafe { NonNull::new_unchecked(rt) },

@@ -43,7 +43,7 @@
 
 use crate::alloc::HeapAllocator;
 use crate::coll::Coll;
-use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION, format_size};
+use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION};
 use crate::ctx::ThreadLevel;
 use crate::error::{Result, ShmemError, call_code, call_name};
 use crate::pod::bytes_of_mut;
@@ -52,6 +52,7 @@ use crate::team::{TeamConfig, TeamPool, TeamState};
 use conduits::prelude::*;
 use conduits::wait::Backoff;
 use conduits::{AmoOp, AmoWidth, AnyConduit, ConduitError, JobEnv, SegmentRequest};
+use gasnet_core::config::format_size;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -100,6 +101,9 @@ pub(crate) struct StartOptions {
     /// Started by the C ABI: reserve the active-set slots and make the
     /// executable's static data symmetric.
     pub(crate) c_api: bool,
+    /// The conduit chosen in code ([`crate::Builder::conduit`]), instead
+    /// of `FSHMEM_CONDUIT`.
+    pub(crate) conduit: Option<conduits::ConduitKind>,
 }
 
 /// The executable's static data mapped onto the segment.
@@ -240,7 +244,10 @@ impl Runtime {
 
     fn build(config: Config, thread_level: ThreadLevel, opts: StartOptions) -> Result<Runtime> {
         let boot = |e: ConduitError| ShmemError::conduit(0, "shmem_init", e);
-        let job = JobEnv::from_env().map_err(boot)?;
+        let mut job = JobEnv::from_env().map_err(boot)?;
+        if let Some(k) = opts.conduit {
+            job.conduit = k;
+        }
         let heap_len = config.symmetric_size;
         let scratch = config.coll.scratch;
         if scratch < 16 * job.size {
@@ -395,7 +402,7 @@ impl Runtime {
                 self.conduit.segment_len(),
                 self.conduit.local_segment(),
                 layout::HEAP,
-                format_size(c.symmetric_size),
+                format_size(c.symmetric_size as u64),
                 layout::HEAP
             );
             if let Some(s) = self.statics {

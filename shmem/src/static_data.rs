@@ -16,7 +16,7 @@
 //! every PE's segment ([`crate::runtime::layout`]). Once attached, and
 //! before any one-sided traffic, [`remap`] copies the pages into the
 //! region through the segment's mapping, then maps the same region of the
-//! segment's backing file ([`conduits::Conduit::segment_backing`]) over the
+//! segment's backing file ([`conduits::Segments::segment_backing`]) over the
 //! pages with `MAP_FIXED | MAP_SHARED`. From then on the variable at
 //! address `a` *is* segment byte `region + (a - start)`: a peer's put into
 //! the region lands in the variable, local loads and stores and CPU

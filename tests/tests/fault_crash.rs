@@ -55,7 +55,7 @@ fn crash(conduit: &str, kind: &str) {
         assert!(
             wait_for(Duration::from_secs(20), || {
                 pid = pe_pids(&id, Some(1));
-                pe_pids(&id, None).len() >= 4
+                !pid.is_empty() && pe_pids(&id, None).len() >= 4
             }),
             "{conduit}: the job's PEs never all started"
         );

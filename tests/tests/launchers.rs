@@ -2,7 +2,8 @@
 //! Open MPI's `mpirun` (its PMIx server bootstraps the job) and Slurm's
 //! `srun` on a one-node cluster this test starts (`--mpi=pmix`, and
 //! `--mpi=pmi2`, whose server also speaks PMI-1). Each job runs on the
-//! ipv6 conduit, which a launcher selects; results must be exact.
+//! ipv6 conduit, which a launcher selects (one also on ofi); results must
+//! be exact.
 
 use fshmem_tests::{any_bin, example, run, slurm::Slurm};
 use std::path::Path;
@@ -45,6 +46,20 @@ fn open_mpi_mpirun_bootstraps_over_pmix_at_1_2_4_5_pes() {
         let out = run(mpirun(n).arg(example("api_check")), TIMEOUT);
         passed(&out, n);
     }
+    // The ofi conduit under the same launcher.
+    let out = run(
+        mpirun(4)
+            .args([
+                "-x",
+                "FSHMEM_CONDUIT=ofi",
+                "-x",
+                "FSHMEM_OFI_PROVIDER=tcp;ofi_rxm",
+            ])
+            .args(["-x", "FSHMEM_OFI_DOMAIN=lo"])
+            .arg(example("api_check")),
+        TIMEOUT,
+    );
+    passed(&out, 4);
     let out = run(mpirun(3).arg(any_bin("matmul")), TIMEOUT);
     assert_eq!(out.code(), Some(0), "{out:?}");
     let l: Vec<_> = out

@@ -297,6 +297,7 @@ impl Hosts {
     /// tcp;ofi_rxm over each node's eth0, bootstrapped by rank 0's
     /// rendezvous.
     fn job(&self, n: usize, prog: &Path, args: &[&str]) -> Vec<RunOutput> {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let boot = format!(
             "[{}::1]:{}",
             self.prefix,
@@ -322,22 +323,42 @@ impl Hosts {
     }
 }
 
+/// api_check at 2, 4 and 5 PEs, coll_check, a C test, matmul and a
+/// global exit, each PE in the namespace of node r mod 3.
 #[test]
 fn tcp_across_three_network_namespaces() {
     let hosts = Hosts::build();
-    let outs = hosts.job(5, &example("api_check"), &[]);
-    for (r, o) in outs.iter().enumerate() {
-        assert_eq!(o.code(), Some(0), "api_check PE {r}: {o:?}");
+    let ok = |outs: &[RunOutput], what: &str| {
+        for (r, o) in outs.iter().enumerate() {
+            assert_eq!(o.code(), Some(0), "{what} PE {r}: {o:?}");
+        }
+    };
+    for n in SIZES {
+        let outs = hosts.job(n, &example("api_check"), &[]);
+        ok(&outs, "api_check");
+        let tail = format!("checks on each of {n} PEs passed");
+        assert!(outs[0].stdout.contains(&tail), "{:?}", outs[0]);
     }
+    let outs = hosts.job(5, &example("coll_check"), &["quick"]);
+    ok(&outs, "coll_check");
+    for (r, o) in outs.iter().enumerate() {
+        let line = format!("coll_check: PE {r} of 5 ok");
+        assert!(o.stdout.contains(&line), "{o:?}");
+    }
+    let outs = hosts.job(4, &compile("coll"), &[]);
+    ok(&outs, "C coll");
     assert!(
-        outs[0].stdout.contains("checks on each of 5 PEs passed"),
+        outs[0].stdout.contains("coll: ok on 4 PEs"),
         "{:?}",
         outs[0]
     );
     let outs = hosts.job(4, &any_bin("matmul"), &[]);
-    for (r, o) in outs.iter().enumerate() {
-        assert_eq!(o.code(), Some(0), "matmul PE {r}: {o:?}");
-    }
+    ok(&outs, "matmul");
     let all: String = outs.iter().map(|o| o.stdout.as_str()).collect();
     assert!(all.contains("max |error| = 0 OK"), "{all}");
+    // global_exit from one PE ends the PEs of every node with its status.
+    let outs = hosts.job(3, &example("smp_fail"), &["global-exit", "7"]);
+    for (r, o) in outs.iter().enumerate() {
+        assert_eq!(o.code(), Some(7), "global-exit PE {r}: {o:?}");
+    }
 }

@@ -2,7 +2,9 @@
 //! counts (including more PEs than cores), failure propagation, signals,
 //! usage errors, and shared-memory cleanup.
 
-use fshmem_tests::{example, oshrun, oshrun_cmd, run, shm_files, spawn, unique_job_id, wait_for};
+use fshmem_tests::{
+    bin, example, oshrun, oshrun_cmd, run, shm_files, spawn, unique_job_id, wait_for,
+};
 use std::process::Command;
 use std::time::Duration;
 
@@ -263,6 +265,39 @@ fn a_bad_conduit_variable_is_an_error_naming_it() {
     );
     assert_eq!(out.code(), Some(0), "{out:?}");
     assert!(out.stdout.contains("conduit=smp"), "{out:?}");
+}
+
+#[test]
+fn shmem_info_lists_every_layers_variables() {
+    let out = run(
+        oshrun_cmd(&["-n".as_ref(), "2".as_ref(), bin("hello").as_os_str()])
+            .env("SHMEM_INFO", "1")
+            .env("FSHMEM_PEER_TIMEOUT", "7s"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    for var in [
+        "SHMEM_SYMMETRIC_SIZE",
+        "FSHMEM_REDUCE_ALGO",
+        "FSHMEM_WAIT_TIMEOUT",
+        "FSHMEM_IPV6_IMPAIR",
+        "FSHMEM_FPGA_WINDOW",
+        "FSHMEM_DEVSIM_IMPAIR",
+        "FSHMEM_OFI_PROVIDER",
+        "FSHMEM_RANK",
+        "FSHMEM_CONDUIT",
+    ] {
+        assert!(out.stdout.contains(var), "{var} missing: {out:?}");
+    }
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("FSHMEM_PEER_TIMEOUT"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("= 7s"),
+        "the value in force is shown: {line:?}"
+    );
 }
 
 #[test]

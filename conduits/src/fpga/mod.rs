@@ -1,7 +1,9 @@
 //! The FPGA conduit: a PE drives its board through the BARs.
 //!
 //! Each PE owns one board (a PCIe FPGA with a hardware GASNet core, or a
-//! [`devsim`] model of one). [`FpgaConduit::attach`] maps the board's BARs
+//! model of one, the `devsim` program, whose BARs are files; the conduit
+//! cannot tell them apart and contains no part of the model).
+//! [`Lifecycle::attach`] maps the board's BARs
 //! ([`bar`]), checks `MAGIC`/`VERSION`, resets and configures it
 //! (`spec/registers.md` §6.4), runs a health check over every memory path
 //! and joins the job with a bootstrap barrier.
@@ -13,14 +15,14 @@
 //!
 //! | segment offset | what |
 //! |---|---|
-//! | `0 .. L` | the symmetric segment ([`Conduit::segment_len`] = `L`) |
+//! | `0 .. L` | the symmetric segment ([`Segments::segment_len`] = `L`) |
 //! | `L' ..` (`L` rounded up to 4 KiB) | bootstrap area: barrier counters, the global-exit word, two generations of exchange slots |
 //! | then 16 KiB | the attach health check's scratch |
 //! | then 4 MiB | staging ring: put sources and get landing areas |
 //!
 //! followed (outside the segment) by the receive bounce buffers. The
 //! symmetric segment is the BAR2 window itself, so
-//! [`Conduit::peer_segment`] returns it for this PE and `None` for others.
+//! [`Segments::peer_segment`] returns it for this PE and `None` for others.
 //!
 //! # Commands
 //!
@@ -55,15 +57,15 @@
 //!
 //! Requests and replies are AM descriptors (Medium/Long payloads staged);
 //! incoming messages for host handlers arrive in the receive queue and are
-//! dispatched from [`Conduit::poll`] through the [`HandlerTable`]; a
+//! dispatched from [`ActiveMessages::poll`] through the [`HandlerTable`]; a
 //! handler's reply is an AM reply descriptor.
 //!
 //! # Bootstrap
 //!
 //! No side channel is needed: boards know their node ids, so the bootstrap
-//! services run through the boards. [`Conduit::barrier`] is a dissemination
+//! services run through the boards. [`JobBootstrap::barrier`] is a dissemination
 //! barrier of board atomics on counters in each PE's bootstrap area,
-//! awaited with window loads; [`Conduit::exchange`] puts each contribution
+//! awaited with window loads; [`JobBootstrap::exchange`] puts each contribution
 //! into slot `rank` of every PE's exchange area and then runs a barrier.
 //! Two generations of slots alternate, so a fast PE never overwrites slots
 //! a slow one is reading. Packets that reach a board before its host has
@@ -72,21 +74,31 @@
 //!
 //! # Failure
 //!
-//! At attach the PEs exchange their process ids, their devsim boards'
-//! process ids and directories, and their host names. Every wait of the
-//! conduit, and [`Conduit::poll`] at most every 10 ms, runs the slow
-//! checks: a global exit (the exit word; the process then exits as a job
-//! exit, [`crate::wait::note_job_exit`]), `ERR_STATUS.PEER_TIMEOUT` of this
-//! PE's board (a link peer that stopped answering for the peer timeout,
-//! named by `ERR_INFO`), a peer PE on this host whose process ended without
-//! finalizing ([`FINALIZED_MARK`] in its board directory says it did), a
-//! peer's or this PE's board process that is gone. Each fails the call with
-//! [`ConduitError::PeerFailed`] naming the PE. Waits that make no progress
-//! for `FSHMEM_WAIT_TIMEOUT` fail with [`ConduitError::Timeout`] naming
-//! what they await.
+//! The conduit learns everything about its board from the board's
+//! registers and its segment, as it would from real hardware
+//! (`spec/registers.md` §4.4, §4.7, §5.1); it reads no file of the board
+//! model. At attach the PEs exchange their process ids and host names.
+//! Every wait of the conduit, and [`ActiveMessages::poll`] at most every
+//! 10 ms, runs the slow checks:
+//!
+//! - a global exit (the exit word; the process then exits as a job exit,
+//!   [`crate::wait::exit_job`]);
+//! - `ERR_STATUS.PEER_TIMEOUT` of this PE's board: a link peer that stopped
+//!   answering for the peer timeout, named by `ERR_INFO`;
+//! - this PE's board: its `UPTIME` register stood still for the peer timeout
+//!   (the board stopped), or `MAGIC` no longer reads right (it is gone);
+//! - a peer PE on this host whose process ended: the conduit reads the
+//!   peer's *state word* in the peer's segment with an atomic fetch through
+//!   the board network (`spec/registers.md` §5.1); it finalized, or it
+//!   failed, or it left because the PE it names failed — followed to the PE
+//!   that failed first, which this PE records in its own state word before
+//!   it leaves.
+//!
+//! Each fails the call with [`ConduitError::PeerFailed`] naming the PE.
+//! Waits that make no progress for `FSHMEM_WAIT_TIMEOUT` fail with
+//! [`ConduitError::Timeout`] naming what they await.
 
 pub mod bar;
-pub mod devsim;
 pub mod launch;
 pub mod queue;
 
@@ -94,8 +106,9 @@ use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
     SignalOp,
 };
-use crate::error::{ConduitError, Result, check_pe, check_range, check_word, root_of};
+use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
+use crate::liveness::{host_name, process_alive, root_of};
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use bar::{Board, Device};
@@ -138,7 +151,8 @@ pub struct Layout {
     /// The symmetric segment's length.
     pub segment_len: u64,
     /// Bootstrap area: barrier counters at `+0` (64 × 8 bytes), the
-    /// global-exit word at `+512`, exchange slots from `+4096`.
+    /// global-exit word at `+512`, the PE's state word at `+520`, exchange
+    /// slots from `+4096`.
     pub boot: u64,
     /// Health-check scratch.
     pub health: u64,
@@ -179,6 +193,12 @@ impl Layout {
 
     fn exit_word(&self) -> u64 {
         self.boot + 512
+    }
+
+    /// This PE's state word (`spec/registers.md` §5.1): bit 0 finalized,
+    /// bits 63:32 the PE that failed first plus one.
+    pub fn state_word(&self) -> u64 {
+        self.boot + 520
     }
 
     fn slot(&self, generation: u64, size: usize, rank: usize) -> u64 {
@@ -325,12 +345,20 @@ pub struct FpgaConduit {
     barrier_epoch: AtomicU64,
     exchange_generation: AtomicU64,
     finalized: AtomicBool,
-    board_pid: Option<i32>,
     /// Every PE's liveness facts, learnt at attach.
     peers: OnceLock<Vec<PeerInfo>>,
-    /// Calls of [`Conduit::poll`] (its liveness check is rate-limited).
+    /// Peers found finalized (their exit is not a failure).
+    peer_finalized: Box<[AtomicBool]>,
+    /// A peer check is running on this thread's stack (its fetch waits
+    /// must not start another).
+    checking_peers: AtomicBool,
+    /// The last `UPTIME` read and when it last moved.
+    uptime: Mutex<(u64, Instant)>,
+    /// How long the board's `UPTIME` may stand still (the peer timeout).
+    board_timeout: Duration,
+    /// Calls of [`ActiveMessages::poll`] (its liveness check is rate-limited).
     polls: AtomicU32,
-    /// When [`Conduit::poll`] last ran the slow checks (ns since `born`).
+    /// When [`ActiveMessages::poll`] last ran the slow checks (ns since `born`).
     last_check: AtomicU64,
     born: Instant,
 }
@@ -339,59 +367,18 @@ pub struct FpgaConduit {
 #[derive(Clone, Debug)]
 struct PeerInfo {
     /// Its process id (0: unknown).
-    pid: u32,
-    /// Its board's process id (devsim; 0: none or unknown).
-    board_pid: u32,
-    /// Its board's directory (devsim), where it marks its finalize.
-    dir: Option<std::path::PathBuf>,
-    /// It runs on this host, so its pids mean something here.
+    pid: u64,
+    /// It runs on this host, so its pid means something here.
     checkable: bool,
 }
 
-/// The file a PE creates in its devsim board's directory once it has
-/// finalized: from then on its exit is not a failure.
-pub const FINALIZED_MARK: &str = "finalized";
+/// Bit 0 of a state word: the PE finalized.
+const STATE_FINALIZED: u64 = 1;
 
-/// The file a PE creates in its devsim board's directory when it found that
-/// another PE failed, holding that PE's number: a PE that then sees this one
-/// gone blames the PE named there.
-pub const CAUSE_MARK: &str = "cause";
-
-/// [`Conduit::poll`] considers the slow checks every this many calls...
+/// [`ActiveMessages::poll`] considers the slow checks every this many calls...
 const POLL_CHECK_CALLS: u32 = 256;
 /// ...and runs them when this long has passed since the last time.
 const POLL_CHECK_INTERVAL: Duration = Duration::from_millis(10);
-
-/// Whether process `pid` exists and is not a zombie.
-fn process_alive(pid: u32) -> bool {
-    let Ok(p) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill with signal 0 only checks existence and permission.
-    let r = unsafe { libc::kill(p, 0) };
-    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
-        return false;
-    }
-    // A zombie has exited; its parent has not collected it yet.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(st) => st
-            .rsplit_once(')')
-            .is_none_or(|(_, rest)| rest.trim_start().as_bytes().first() != Some(&b'Z')),
-        Err(_) => r == 0,
-    }
-}
-
-/// This host's name.
-fn host_name() -> String {
-    let mut b = [0u8; 256];
-    // SAFETY: gethostname writes at most `b.len()` bytes into `b`.
-    let r = unsafe { libc::gethostname(b.as_mut_ptr().cast(), b.len()) };
-    if r != 0 {
-        return String::new();
-    }
-    let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..n]).replace(char::is_whitespace, "_")
-}
 
 // SAFETY: the raw pointers name the BAR2 mapping owned by `board`, which
 // lives as long as the conduit; ring state is behind the Mutex, handler
@@ -450,20 +437,12 @@ fn status_error(pe: usize, c: &Completion) -> ConduitError {
 }
 
 impl FpgaConduit {
-    /// Exchanges what the liveness check needs: every PE's process id,
-    /// its board's (devsim) and board directory, and its host name (pids
-    /// are only checked between PEs on one host). Collective.
+    /// Exchanges what the liveness check needs: every PE's process id and
+    /// host name (pids are only checked between PEs on one host).
+    /// Collective.
     fn learn_peers(&self) -> Result<()> {
         let host = host_name();
-        let dir = match &self.board.device {
-            Device::Devsim(d) => d.display().to_string(),
-            Device::Pci(_) => String::new(),
-        };
-        let mine = format!(
-            "{} {} {host}\n{dir}",
-            std::process::id(),
-            self.board_pid.unwrap_or(0)
-        );
+        let mine = format!("{} {host}", std::process::id());
         let mut b = mine.into_bytes();
         b.truncate(EXCHANGE_MAX);
         let all = self.exchange(&b)?;
@@ -471,15 +450,11 @@ impl FpgaConduit {
             .iter()
             .map(|v| {
                 let t = String::from_utf8_lossy(v);
-                let (head, dir) = t.split_once('\n').unwrap_or((&t, ""));
-                let mut f = head.split_whitespace();
+                let mut f = t.split_whitespace();
                 let pid = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
-                let board_pid = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
                 let same_host = f.next() == Some(host.as_str());
                 PeerInfo {
                     pid,
-                    board_pid,
-                    dir: (!dir.is_empty()).then(|| std::path::PathBuf::from(dir)),
                     checkable: same_host,
                 }
             })
@@ -553,16 +528,7 @@ impl FpgaConduit {
             )));
         }
         let rings = Rings::after_reset(bar0);
-        if let Device::Devsim(d) = &board.device {
-            let _ = std::fs::remove_file(d.join(FINALIZED_MARK));
-            let _ = std::fs::remove_file(d.join(CAUSE_MARK));
-        }
-        let board_pid = match &board.device {
-            Device::Devsim(d) => std::fs::read_to_string(d.join("pid"))
-                .ok()
-                .and_then(|s| s.trim().parse().ok()),
-            Device::Pci(_) => None,
-        };
+        let uptime = bar0.read64(regs::UPTIME_LO);
         let seg = board.bar2.ptr();
         Ok(FpgaConduit {
             rank,
@@ -588,8 +554,11 @@ impl FpgaConduit {
             barrier_epoch: AtomicU64::new(0),
             exchange_generation: AtomicU64::new(0),
             finalized: AtomicBool::new(false),
-            board_pid,
             peers: OnceLock::new(),
+            peer_finalized: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            checking_peers: AtomicBool::new(false),
+            uptime: Mutex::new((uptime, Instant::now())),
+            board_timeout: Duration::from_secs(10),
             polls: AtomicU32::new(0),
             last_check: AtomicU64::new(0),
             born: Instant::now(),
@@ -709,10 +678,29 @@ impl FpgaConduit {
         Ok(())
     }
 
-    /// Slow checks during long waits and, rate-limited, in [`Conduit::poll`]:
-    /// the job was ended (global exit), a peer board reported a silent
-    /// link peer, a peer PE or board died, this PE's board is gone.
+    /// Slow checks during long waits and, rate-limited, in
+    /// [`ActiveMessages::poll`]: the job was ended (global exit), this PE's
+    /// board reported a silent link peer or stopped itself, a peer PE of
+    /// this host ended without finalizing.
     fn slow_checks(&self) -> Result<()> {
+        self.board_checks()?;
+        // A peer check fetches state words through the board; its waits
+        // run these checks again, but not a second peer check.
+        if self
+            .checking_peers
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return Ok(());
+        }
+        let r = self.peer_checks();
+        self.checking_peers.store(false, Ordering::Release);
+        r
+    }
+
+    /// The checks that need only this PE's board: the exit word,
+    /// `ERR_STATUS.PEER_TIMEOUT`, and the board's own heartbeat.
+    fn board_checks(&self) -> Result<()> {
         let exit = self.load64(self.layout.exit_word());
         if exit != 0 {
             crate::wait::exit_job((exit & 0xFF) as i32);
@@ -729,76 +717,97 @@ impl FpgaConduit {
                 ),
             });
         }
-        if let Some(peers) = self.peers.get() {
-            for (pe, p) in peers.iter().enumerate() {
-                if pe == self.rank || !p.checkable {
-                    continue;
-                }
-                if p.dir
-                    .as_ref()
-                    .is_some_and(|d| d.join(FINALIZED_MARK).exists())
-                {
-                    continue;
-                }
-                if p.pid != 0 && !process_alive(p.pid) {
-                    return Err(self.root_cause(peers, pe));
-                }
-                if p.board_pid != 0 && !process_alive(p.board_pid) {
-                    let dir = p.dir.as_ref().map(|d| d.display().to_string());
-                    return Err(ConduitError::PeerFailed {
-                        pe,
-                        reason: format!(
-                            "its board ({}, pid {}) is gone",
-                            dir.unwrap_or_default(),
-                            p.board_pid
-                        ),
-                    });
-                }
-            }
+        if bar0.read32(regs::MAGIC) != cmd::MAGIC {
+            return Err(ConduitError::PeerFailed {
+                pe: self.rank,
+                reason: format!(
+                    "its board ({}) is gone: MAGIC reads {:#010x}",
+                    self.board.device,
+                    bar0.read32(regs::MAGIC)
+                ),
+            });
         }
-        if let Some(pid) = self.board_pid {
-            if !process_alive(pid as u32) {
-                return Err(ConduitError::PeerFailed {
-                    pe: self.rank,
-                    reason: format!("its board ({}, pid {pid}) is gone", self.board.device),
-                });
-            }
+        let now = bar0.read64(regs::UPTIME_LO);
+        let mut u = self.uptime.lock().unwrap_or_else(|p| p.into_inner());
+        if now != u.0 {
+            *u = (now, Instant::now());
+        } else if u.1.elapsed() >= self.board_timeout {
+            return Err(ConduitError::PeerFailed {
+                pe: self.rank,
+                reason: format!(
+                    "its board ({}) stopped answering its host: UPTIME did not advance for \
+                     {:.1} s (FSHMEM_PEER_TIMEOUT)",
+                    self.board.device,
+                    u.1.elapsed().as_secs_f64()
+                ),
+            });
         }
         Ok(())
     }
 
-    /// PE `pe` ended without finalizing; but it may have ended only
-    /// because it saw another PE fail first. Follows the [`CAUSE_MARK`]s
-    /// the departed PEs left (at most one step per PE) to the PE that
-    /// failed first, leaves this PE's own mark naming it, and returns the
-    /// error naming it.
-    fn root_cause(&self, peers: &[PeerInfo], pe: usize) -> ConduitError {
-        let dead = |q: usize| {
-            let pid = peers.get(q).map_or(0, |p| p.pid);
-            ConduitError::PeerFailed {
-                pe: q,
-                reason: format!("its process {pid} ended without finalizing"),
-            }
+    /// Peers of this host whose process is gone: finalized (fine), or
+    /// failed, traced to the PE that failed first.
+    fn peer_checks(&self) -> Result<()> {
+        let Some(peers) = self.peers.get() else {
+            return Ok(());
         };
-        let root = root_of(pe, self.rank, self.size, |q| {
-            let d = peers.get(q)?.dir.as_ref()?;
-            std::fs::read_to_string(d.join(CAUSE_MARK))
-                .ok()?
-                .trim()
-                .parse()
-                .ok()
-        });
-        if let Device::Devsim(d) = &self.board.device {
-            let mark = d.join(CAUSE_MARK);
-            if !mark.exists() {
-                // Written whole, then renamed: a reader sees all or nothing.
-                let tmp = d.join(format!("{CAUSE_MARK}.tmp"));
-                if std::fs::write(&tmp, format!("{root}\n")).is_ok() {
-                    let _ = std::fs::rename(&tmp, &mark);
-                }
+        for (pe, p) in peers.iter().enumerate() {
+            if pe == self.rank
+                || !p.checkable
+                || p.pid == 0
+                || self.peer_finalized[pe].load(Ordering::Acquire)
+            {
+                continue;
             }
+            if process_alive(p.pid) {
+                continue;
+            }
+            let state = self.peer_state(pe)?;
+            if state & STATE_FINALIZED != 0 {
+                self.peer_finalized[pe].store(true, Ordering::Release);
+                continue;
+            }
+            return Err(self.root_cause(peers, pe));
         }
-        dead(root)
+        Ok(())
+    }
+
+    /// PE `pe`'s state word, fetched through the board network.
+    fn peer_state(&self, pe: usize) -> Result<u64> {
+        let at = self.layout.state_word();
+        self.raw_atomic(
+            CtxId::DEFAULT,
+            pe,
+            at,
+            AmoOp::Fetch,
+            AmoWidth::W64,
+            0,
+            0,
+            false,
+        )
+    }
+
+    /// PE `pe` ended without finalizing; but it may have ended only
+    /// because it saw another PE fail first. Follows the causes the
+    /// departed PEs recorded in their state words (at most one step per
+    /// PE) to the PE that failed first, records it in this PE's own state
+    /// word, and returns the error naming it.
+    fn root_cause(&self, peers: &[PeerInfo], pe: usize) -> ConduitError {
+        let root = root_of(pe, self.rank, self.size, |q| {
+            let w = self.peer_state(q).ok()?;
+            usize::try_from((w >> 32).checked_sub(1)?).ok()
+        });
+        // SAFETY: the state word is an aligned word of this PE's segment,
+        // written only by this PE (peers fetch it through the board).
+        let mine = unsafe { AtomicU64::from_ptr(self.win(self.layout.state_word()).cast()) };
+        let _ = mine.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+            (w >> 32 == 0).then_some(w | (root as u64 + 1) << 32)
+        });
+        let pid = peers.get(root).map_or(0, |p| p.pid);
+        ConduitError::PeerFailed {
+            pe: root,
+            reason: format!("its process {pid} ended without finalizing"),
+        }
     }
 
     fn fresh_tag(h: &mut Host) -> u32 {
@@ -1697,7 +1706,8 @@ impl Lifecycle for FpgaConduit {
             ));
         };
         let device = Device::choose(settings.fpga_device.as_deref(), job.rank)?;
-        let c = FpgaConduit::open(device, job.rank, job.size, segment_len)?;
+        let mut c = FpgaConduit::open(device, job.rank, job.size, segment_len)?;
+        c.board_timeout = settings.peer_timeout;
         c.health_check()?;
         c.barrier()?;
         c.learn_peers()?;
@@ -1712,9 +1722,10 @@ impl Lifecycle for FpgaConduit {
         self.quiet(CtxId::DEFAULT)?;
         self.barrier()?;
         // From now on this PE's exit is not a failure for the others.
-        if let Device::Devsim(d) = &self.board.device {
-            let _ = std::fs::write(d.join(FINALIZED_MARK), b"finalized\n");
-        }
+        // SAFETY: the state word is an aligned word of this PE's segment,
+        // written only by this PE.
+        let mine = unsafe { AtomicU64::from_ptr(self.win(self.layout.state_word()).cast()) };
+        mine.fetch_or(STATE_FINALIZED, Ordering::AcqRel);
         Ok(())
     }
 

@@ -1,11 +1,11 @@
 //! Unit tests of the fpga conduit against in-process devsim boards.
 
-use super::devsim::compute::GemmCore;
-use super::devsim::link::ReliableLink;
-use super::devsim::{BoardModel, Fault};
 use super::*;
-use crate::ipv6::Impair;
+use devsim::compute::GemmCore;
+use devsim::link::ReliableLink;
+use devsim::{BoardModel, Fault};
 use gasnet_core::cmd::Status;
+use gasnet_core::impair::Impair;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -312,7 +312,7 @@ fn the_health_check_names_the_failing_path() {
 
 #[test]
 fn gemm_compute_core_with_art_streams_results_to_a_peer() {
-    use super::devsim::compute::GEMM_RUN;
+    use gasnet_core::compute::GEMM_RUN;
     spmd("gemm", 2, |c| {
         let (m, n, k) = (5usize, 7usize, 3usize);
         let bytes = |v: &[f64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
@@ -500,4 +500,61 @@ fn a_contexts_quiet_returns_while_another_waits_for_a_slow_target() {
     assert!(matches!(c.quiet(slow), Err(ConduitError::NoContext { .. })));
     assert!(c.ctx_destroy(CtxId::DEFAULT).is_err());
     c.ctx_destroy(fast).unwrap();
+}
+
+#[test]
+fn failure_records_travel_through_the_boards_and_name_the_first_failure() {
+    let b = TestBoards::start("records", 3, Fault::None);
+    let cs: Vec<FpgaConduit> = (0..3).map(|r| open(&b, r, 1 << 20)).collect();
+    let word = |c: &FpgaConduit| c.load64(c.layout.state_word());
+    // PE 2 left because it saw PE 1 fail; PE 1 recorded nothing (it failed
+    // itself). PE 0, finding PE 2 gone, follows the records through the
+    // boards to PE 1 and records PE 1 as its own cause.
+    // SAFETY: an aligned word of PE 2's segment, nothing else writes it.
+    unsafe { AtomicU64::from_ptr(cs[2].win(cs[2].layout.state_word()).cast()) }
+        .store((1 + 1) << 32, Ordering::Release);
+    let peers: Vec<PeerInfo> = (0..3)
+        .map(|_| PeerInfo {
+            pid: 0,
+            checkable: false,
+        })
+        .collect();
+    let e = cs[0].root_cause(&peers, 2);
+    assert!(matches!(e, ConduitError::PeerFailed { pe: 1, .. }), "{e}");
+    assert_eq!(word(&cs[0]) >> 32, 2, "PE 0 recorded PE 1 as its cause");
+    assert_eq!(
+        cs[1].peer_state(0).unwrap() >> 32,
+        2,
+        "PE 1 reads PE 0's record"
+    );
+    // A finalized PE says so in its word, which peers read over the links.
+    assert_eq!(cs[0].peer_state(1).unwrap() & STATE_FINALIZED, 0);
+    // SAFETY: as above, PE 1's own word.
+    unsafe { AtomicU64::from_ptr(cs[1].win(cs[1].layout.state_word()).cast()) }
+        .fetch_or(STATE_FINALIZED, Ordering::AcqRel);
+    assert_eq!(cs[0].peer_state(1).unwrap() & STATE_FINALIZED, 1);
+}
+
+#[test]
+fn a_board_whose_uptime_stands_still_is_reported() {
+    let b = TestBoards::start("uptime", 2, Fault::None);
+    let mut c = open(&b, 0, 1 << 20);
+    c.board_timeout = Duration::from_millis(300);
+    let _peer = open(&b, 1, 1 << 20);
+    c.poll().unwrap();
+    // The board's clock stops: whatever the host waits for, it learns that
+    // its own board stopped, within the timeout (and not before).
+    b.pause_board(0, true);
+    let t = Instant::now();
+    let mut buf = [0u8; 8];
+    let e = c.get(CtxId::DEFAULT, 1, 0, &mut buf).unwrap_err();
+    b.pause_board(0, false);
+    assert!(matches!(e, ConduitError::PeerFailed { pe: 0, .. }), "{e}");
+    assert!(e.to_string().contains("UPTIME did not advance"), "{e}");
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 }

@@ -22,8 +22,8 @@
 //!
 //! # Operations
 //!
-//! - The segment is an anonymous mapping; [`Conduit::local_segment`] is its
-//!   base and [`Conduit::peer_segment`] is `Some` only for this PE.
+//! - The segment is an anonymous mapping; [`Segments::local_segment`] is its
+//!   base and [`Segments::peer_segment`] is `Some` only for this PE.
 //!   Remote atomics are applied with CPU atomic instructions, so local
 //!   atomic loads (`wait_until`) see them.
 //! - Operations on this PE's own segment are done directly (copies and CPU
@@ -57,7 +57,7 @@
 //! Every wait of the conduit (quiet, a blocking get or fetching atomic,
 //! flow control) fails with [`ConduitError::Timeout`] naming what it
 //! awaits when none of the PE's operations completes for
-//! `FSHMEM_WAIT_TIMEOUT`. [`Conduit::global_exit`]
+//! `FSHMEM_WAIT_TIMEOUT`. [`Lifecycle::global_exit`]
 //! sends a request to a conduit-private system handler ([`EXIT_HANDLER`])
 //! on every peer, whose progress thread then exits the process.
 //!
@@ -82,7 +82,7 @@
 mod batch;
 pub(crate) mod net;
 mod progress;
-pub mod reliable;
+use gasnet_core::reliable;
 
 pub use gasnet_core::impair::Impair;
 
@@ -111,11 +111,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The conduit-private system handler that ends the process with the
-/// status in its first argument ([`Conduit::global_exit`]);
+/// status in its first argument ([`Lifecycle::global_exit`]);
 /// [`gasnet_core::handlers::EXIT`].
 pub const EXIT_HANDLER: u8 = gasnet_core::handlers::EXIT;
 
-/// Largest contribution to [`Conduit::exchange`] (`spec/conduit.md` §8).
+/// Largest contribution to [`JobBootstrap::exchange`] (`spec/conduit.md` §8).
 pub const EXCHANGE_MAX: usize = 1024;
 
 /// Contexts a PE can have at once, the default one included.

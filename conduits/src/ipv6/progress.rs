@@ -11,13 +11,13 @@
 //! not compete for datagrams or for the CPU they are often pinned to.
 
 use super::batch::{RecvBatch, SendBatch};
-use super::reliable::{PeerSilent, Transport};
 use super::{Outcome, Shared, Want};
 use crate::config::BatchMode;
 use crate::error::ConduitError;
 use crate::segment::SegMemory;
 use gasnet_core::engine::{Command, Completion, Engine, Status};
 use gasnet_core::impair::{Impair, Impairer};
+use gasnet_core::reliable::{PeerSilent, Transport};
 use gasnet_core::{AmError, HandlerFn};
 use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddrV6, UdpSocket};
@@ -131,7 +131,7 @@ impl Core {
     }
 
     /// The transport's counters.
-    pub(crate) fn stats(&self) -> super::reliable::Stats {
+    pub(crate) fn stats(&self) -> gasnet_core::reliable::Stats {
         self.transport.stats()
     }
 

@@ -2,7 +2,7 @@
 //! efa, tcp, shm), through one reliable-datagram endpoint per PE.
 //!
 //! (Over 800 lines as one cohesive thing: the contract's operations on one
-//! endpoint, each a few lines over [`core`]; setup lives in [`fabric`] and
+//! endpoint, each a few lines over `core.rs`; setup lives in [`fabric`] and
 //! `setup.rs`, the libfabric calls in [`api`].)
 //!
 //! # Operations
@@ -513,6 +513,27 @@ impl OfiConduit {
         Ok(tag)
     }
 
+    /// A bootstrap collective failed: if that is because a peer ended the
+    /// job with global_exit (its exit request was delivered before it
+    /// left, but may still sit unread in the provider), leave with that
+    /// status instead of reporting a failure.
+    fn exit_if_asked<T>(&self, r: Result<T>) -> Result<T> {
+        let e = match r {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        let end = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < end {
+            let status = self.exit_status.load(Ordering::Acquire);
+            if status != NO_EXIT {
+                crate::wait::exit_job(status as i32);
+            }
+            lock(&self.core).progress();
+            std::thread::yield_now();
+        }
+        Err(e)
+    }
+
     fn broadcast_exit(&self, status: i32) {
         for pe in (0..self.size).filter(|&p| p != self.rank) {
             let cmd = Command::AmRequest {
@@ -983,17 +1004,11 @@ impl ActiveMessages for OfiConduit {
 impl JobBootstrap for OfiConduit {
     fn barrier(&self) -> Result<()> {
         self.quiet_all()?;
+        // A PE that ends the job leaves once its exit request was
+        // delivered; if the bootstrap reports it gone first, the request
+        // may still sit unread in the provider: exit_if_asked reads it.
         let r = self.boot().barrier();
-        if r.is_err() {
-            // A PE that ends the job leaves only once its exit request was
-            // acknowledged: if the bootstrap reports it gone, the request
-            // arrived first, and the job's status is the one it asked for.
-            let status = self.exit_status.load(Ordering::Acquire);
-            if status != NO_EXIT {
-                crate::wait::exit_job(status as i32);
-            }
-        }
-        r?;
+        self.exit_if_asked(r)?;
         self.live(&lock(&self.core))
     }
 
@@ -1004,7 +1019,8 @@ impl JobBootstrap for OfiConduit {
                 mine.len()
             )));
         }
-        self.boot().allgather(mine)
+        let r = self.boot().allgather(mine);
+        self.exit_if_asked(r)
     }
 }
 

@@ -6,7 +6,7 @@
 //! # Objects
 //!
 //! - `/dev/shm/fshmem-<job>-<rank>`: PE `rank`'s segment, created by that PE
-//!   and mapped by all ([`Conduit::peer_segment`] returns the address).
+//!   and mapped by all ([`Segments::peer_segment`] returns the address).
 //! - `/dev/shm/fshmem-<job>-ctl`: the job control block (see the `ctl`
 //!   module's layout table): a bootstrap barrier, exchange slots, per-PE pid
 //!   and state, the global-exit word, and every PE's inbound active-message
@@ -36,8 +36,8 @@
 //! Put, get and atomics are direct: a bounds check, then `memmove` or an
 //! `AtomicU32`/`AtomicU64` operation on the mapped word (misaligned words are
 //! refused). They complete before returning, so `put_nbi`/`get_nbi` are the
-//! blocking operations, [`Conduit::fence`] is a Release fence and
-//! [`Conduit::quiet`] a sequentially consistent one. A put-with-signal
+//! blocking operations, [`Rma::fence`] is a Release fence and
+//! [`Rma::quiet`] a sequentially consistent one. A put-with-signal
 //! copies, fences (Release) and then updates the signal with Release
 //! semantics, so a PE that reads the signal with Acquire sees the data.
 //!
@@ -48,7 +48,7 @@
 //! message. A Long payload is written straight into the target's segment
 //! before the header is enqueued. Messages are served whenever the PE is
 //! inside the conduit: every call checks its rings (two loads) and
-//! [`Conduit::poll`] and every wait drain them. When a target ring is full
+//! [`ActiveMessages::poll`] and every wait drain them. When a target ring is full
 //! the sender keeps serving its own rings while it waits, so two PEs sending
 //! to each other cannot deadlock. Handlers run on the thread that polls and
 //! must not block.
@@ -59,7 +59,7 @@
 //! the global-exit word on every step and peer liveness every few hundred
 //! yields: a peer whose process is gone, or which reported a failure, or
 //! which finalized while this PE still needs it, turns the wait into
-//! [`ConduitError::PeerFailed`] naming it. [`Conduit::global_exit`] sets the
+//! [`ConduitError::PeerFailed`] naming it. [`Lifecycle::global_exit`] sets the
 //! global-exit word and exits; every other PE exits with the same status the
 //! next time it enters the conduit.
 //!
@@ -80,8 +80,9 @@ use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
     SignalOp,
 };
-use crate::error::{ConduitError, Result, check_pe, check_range, check_word, root_of};
+use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
+use crate::liveness::{process_alive, root_of};
 use crate::wait::Backoff;
 use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use ctl::{Ctl, Layout, state};
@@ -99,13 +100,13 @@ pub const MAX_PES: usize = 1024;
 /// How long a PE waits for the rest of the job during bootstrap.
 pub const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Largest contribution to [`Conduit::exchange`], in bytes.
+/// Largest contribution to [`JobBootstrap::exchange`], in bytes.
 pub const EXCHANGE_MAX: usize = ctl::EXCHANGE_BYTES;
 
 /// Liveness is checked once every this many yielding wait steps.
 const LIVENESS_PERIOD: u64 = 256;
 
-/// [`Conduit::poll`] checks peer liveness once every this many calls (the
+/// [`ActiveMessages::poll`] checks peer liveness once every this many calls (the
 /// waits of the layers above poll on every step).
 const LIVENESS_POLLS: u64 = 128;
 
@@ -136,7 +137,7 @@ pub struct SmpConduit {
     ready: bool,
     _maps: Vec<Region>,
     /// This PE's segment file (unlinked after bootstrap), kept open so
-    /// that [`Conduit::segment_backing`] can hand it out.
+    /// that [`Segments::segment_backing`] can hand it out.
     seg_file: std::fs::File,
 }
 
@@ -642,17 +643,6 @@ fn open_published_ctl(path: &std::path::Path, layout: Layout, deadline: Instant)
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-}
-
-/// Whether process `pid` exists (a zombie counts as existing until reaped).
-fn process_alive(pid: u64) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill with signal 0 performs only the existence and permission
-    // check; it has no memory-safety preconditions.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// Sends a handler's reply into the requester's reply ring.

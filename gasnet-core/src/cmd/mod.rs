@@ -46,13 +46,20 @@ pub const PCI_CLASS: u32 = 0x12_0000;
 pub const MAGIC: u32 = u32::from_le_bytes(*b"FSHM");
 /// Interface major version: a host refuses a board whose major differs.
 pub const VERSION_MAJOR: u16 = 1;
-/// Interface minor version: additions that a host of a lower minor may ignore.
-pub const VERSION_MINOR: u16 = 0;
+/// Interface minor version: additions that a host of a lower minor may ignore
+/// (1.1 added `UPTIME`).
+pub const VERSION_MINOR: u16 = 1;
 /// Value of the [`regs::VERSION`] register: major in bits 31:16, minor in 15:0.
 pub const VERSION: u32 = ((VERSION_MAJOR as u32) << 16) | VERSION_MINOR as u32;
 
 /// Size of BAR0 in bytes.
 pub const BAR0_SIZE: usize = 0x1_0000;
+
+/// File name of BAR0 in a board model's directory (the model of a PCI
+/// function's `resource0`).
+pub const BOARD_FILE_BAR0: &str = "bar0";
+/// File name of BAR2 in a board model's directory (`resource2_wc`).
+pub const BOARD_FILE_BAR2: &str = "bar2";
 /// Command (submission) queue entries.
 pub const SQ_ENTRIES: u32 = 256;
 /// Completion queue entries.
@@ -197,6 +204,11 @@ pub mod regs {
     pub const CNT_STALLS: usize = 0x230;
     /// RO 64-bit: error completions written.
     pub const CNT_ERRORS: usize = 0x238;
+    /// RO 64-bit: microseconds since the board came out of reset; a running
+    /// board advances it at least every millisecond (version 1.1).
+    pub const UPTIME_LO: usize = 0x240;
+    /// RO: bits 63:32 of `UPTIME`.
+    pub const UPTIME_HI: usize = 0x244;
     /// Base of the per-port link block; port `p` is at `LINK_BASE + p * LINK_STRIDE`.
     pub const LINK_BASE: usize = 0x300;
     /// Distance between two ports' link blocks.
@@ -321,7 +333,7 @@ mod tests {
     fn magic_reads_as_fshm() {
         assert_eq!(MAGIC.to_le_bytes(), *b"FSHM");
         assert_eq!(MAGIC, 0x4D48_5346);
-        assert_eq!(VERSION, 0x0001_0000);
+        assert_eq!(VERSION, 0x0001_0001);
     }
 
     #[test]

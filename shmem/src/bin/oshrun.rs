@@ -112,7 +112,7 @@ struct Cli {
     )]
     np: u32,
 
-    /// Transport the PEs use: smp, ipv6 over [::1], fpga on devsim boards
+    /// Transport the PEs use: smp, ipv6 over `[::1]`, fpga on devsim boards
     /// started for the job, or ofi (libfabric; FSHMEM_OFI_PROVIDER chooses
     /// the provider) (default: FSHMEM_CONDUIT, else smp).
     #[arg(long, value_name = "CONDUIT", value_parser = parse_conduit)]

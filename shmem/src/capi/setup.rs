@@ -38,7 +38,16 @@ fn start(level: ThreadLevel) {
     if !RT.load(Ordering::Acquire).is_null() {
         return; // already running: a second shmem_init does nothing
     }
-    let r = Config::from_env().and_then(|c| Runtime::start(c, level, StartOptions { c_api: true }));
+    let r = Config::from_env().and_then(|c| {
+        Runtime::start(
+            c,
+            level,
+            StartOptions {
+                c_api: true,
+                ..StartOptions::default()
+            },
+        )
+    });
     match r {
         Ok(p) => RT.store(p, Ordering::Release),
         Err(e) => {

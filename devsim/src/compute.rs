@@ -7,37 +7,17 @@
 //! are sent to a peer board with puts, so the product streams to its
 //! consumer during the computation instead of after it.
 //!
-//! # The GEMM protocol
-//!
-//! Matrices are `f64`, row-major, in the board's segment (a host or a peer
-//! puts them there first). One Short request runs one tile:
-//!
-//! | handler | args |
-//! |---|---|
-//! | [`GEMM_RUN`] (224) | `a, b, c, m, n, k, art_every, art_peer, art_dst, done_handler, job` |
-//!
-//! It computes `C[m×n] = A[m×k] × B[k×n]` with A at segment offset `a`,
-//! B at `b` and C written at `c` (offsets are 32-bit). With `art_every > 0`
-//! and `art_peer != 0xFFFF_FFFF`, each run of `art_every` consecutive
-//! results (row-major order; the last run may be shorter) is put to board
-//! `art_peer` at segment offset `art_dst + 8 × index` as soon as it is
-//! computed. When every result is computed and every ART put acknowledged,
-//! the core replies to the requester with a Short reply to `done_handler`
-//! carrying `[job, status, results]` (`status` 0 = ok, 1 = a bad range or
-//! shape, 2 = an ART put failed). Tiles queue and run one after another;
-//! each board step computes at most [`RESULTS_PER_STEP`] results so that the
-//! links stay served while the core computes.
+//! The GEMM protocol (handler, arguments, reply) is
+//! [`gasnet_core::compute`]'s, which hosts use too. Tiles queue and run one
+//! after another; each board step computes at most [`RESULTS_PER_STEP`]
+//! results so that the links stay served while the core computes.
 
-use super::Window;
+use crate::window::Window;
 use gasnet_core::NodeId;
+use gasnet_core::compute::{ART_NONE, GEMM_ARGS, GEMM_ART_FAILED, GEMM_BAD, GEMM_OK, GEMM_RUN};
 use gasnet_core::engine::Memory;
-use gasnet_core::handlers::FIRST_COMPUTE;
 use std::collections::VecDeque;
 
-/// Handler index of a GEMM tile request.
-pub const GEMM_RUN: u8 = FIRST_COMPUTE;
-/// `art_peer` value meaning "no automatic result transfer".
-pub const ART_NONE: u32 = u32::MAX;
 /// Most results one board step computes.
 pub const RESULTS_PER_STEP: usize = 256;
 
@@ -133,7 +113,7 @@ impl GemmCore {
     }
 
     fn parse(src: NodeId, args: &[u32], nodes: usize, seg: u64) -> Result<Tile, (u8, u32)> {
-        if args.len() != 11 {
+        if args.len() != GEMM_ARGS {
             return Err((0, 0));
         }
         let done_handler = args[9] as u8;
@@ -179,7 +159,7 @@ impl GemmCore {
             art_from: 0,
             art_buf: Vec::new(),
             puts_pending: 0,
-            status: 0,
+            status: GEMM_OK,
         })
     }
 
@@ -243,7 +223,7 @@ impl ComputeCore for GemmCore {
                 ctx.actions.push(Action::Reply {
                     dst: src,
                     handler: h,
-                    args: vec![job, 1, 0],
+                    args: vec![job, GEMM_BAD, 0],
                 })
             }
             Err(_) => {}
@@ -288,7 +268,7 @@ impl ComputeCore for GemmCore {
         if let Some(t) = self.queue.front_mut() {
             t.puts_pending = t.puts_pending.saturating_sub(1);
             if !ok {
-                t.status = 2;
+                t.status = GEMM_ART_FAILED;
             }
         }
         self.finish_if_done(ctx);

@@ -5,34 +5,32 @@
 //! stopped answering — so the transport can be swapped without touching
 //! the model.
 //!
-//! [`ReliableLink`], the one boards use, runs the IPv6 bridge's reliable
-//! transport ([`crate::ipv6::reliable`]: per-peer sequence numbers,
+//! [`ReliableLink`], the one boards use, is the reliable transport of
+//! `gasnet-core` ([`gasnet_core::reliable`]: per-peer sequence numbers,
 //! cumulative ACK and selective NACK, retransmission on timeout with
 //! backoff, duplicate suppression, windows, fragmentation and in-order
-//! delivery) over the two UDP ports of a [`UdpLink`], as a board's link
-//! layer does in hardware: a lost, duplicated or reordered datagram
-//! between boards is recovered, never seen by the engine. A peer board
-//! that owes an acknowledgement or a response and stays silent for the
-//! peer timeout (`FSHMEM_PEER_TIMEOUT`, default 10 s) is reported through
+//! delivery — the same state machine the ipv6 conduit runs) over the two
+//! UDP ports of a [`UdpLink`], as a board's link layer does in hardware: a
+//! lost, duplicated or reordered datagram between boards is recovered,
+//! never seen by the engine. This module keeps only the sockets and the
+//! clock. A peer board that owes an acknowledgement or a response and
+//! stays silent for the peer timeout (`devsim board --peer-timeout`, from
+//! `FSHMEM_PEER_TIMEOUT`, default 10 s) is reported through
 //! [`Link::failure`]; the board raises `ERR_STATUS.PEER_TIMEOUT` with the
 //! peer's node id in `ERR_INFO` (`spec/registers.md` §4.4). For tests,
-//! `FSHMEM_DEVSIM_IMPAIR=loss=5,dup=1,reorder=10` impairs the datagrams a
-//! board sends ([`crate::ipv6::impair`]).
+//! `--impair loss=5,dup=1,reorder=10` (from `FSHMEM_DEVSIM_IMPAIR`) impairs
+//! the datagrams a board sends ([`gasnet_core::impair`]).
 //!
-//! [`UdpLink`] alone is plain UDP on `[::1]`. A board has two ports, each a
-//! UDP socket bound to an ephemeral loopback port; **both ports reach every
-//! peer** (a full mesh, no forwarding). The pair `(s, d)` always uses port
-//! `d mod 2` of board `s` and port `s mod 2` of board `d`, so every pair has
-//! one path and packets between a pair stay in order (loopback UDP keeps
-//! per-socket order). Packets too large for a datagram (a Long AM of 64 KiB)
-//! are fragmented with `frag_offset`/`total_len` exactly as `spec/wire.md`
-//! describes and reassembled before they reach the engine. Used alone it
-//! has no retransmission: a lost fragment is counted as a bad packet.
+//! [`UdpLink`] is the two sockets: a board has two ports, each a UDP socket
+//! bound to an ephemeral loopback port; **both ports reach every peer** (a
+//! full mesh, no forwarding). The pair `(s, d)` always uses port `d mod 2`
+//! of board `s` and port `s mod 2` of board `d`, so every pair has one path
+//! and datagrams between a pair stay in order (loopback UDP keeps
+//! per-socket order).
 
-use crate::ipv6::reliable::{self, Transport};
 use gasnet_core::impair::{Impair, Impairer};
-use gasnet_core::wire::{self, MAX_UDP6_PAYLOAD, Packet, max_fragment_payload};
-use std::collections::HashMap;
+use gasnet_core::reliable::{self, Transport};
+use gasnet_core::wire::{MAX_UDP6_PAYLOAD, Packet};
 use std::io;
 use std::net::{Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -61,18 +59,8 @@ pub trait Link: Send {
     }
 }
 
-/// Payload bytes per UDP datagram fragment.
-const DATAGRAM: usize = MAX_UDP6_PAYLOAD;
 /// Socket buffer size asked for (capped by the kernel's `rmem_max`).
 const SOCKET_BUFFER: libc::c_int = 4 << 20;
-/// How long a send may wait for socket buffer space.
-const SEND_TIMEOUT: Duration = Duration::from_secs(10);
-
-#[derive(Debug)]
-struct Partial {
-    head: Packet,
-    got: u32,
-}
 
 /// Two UDP sockets on `[::1]`, one per link port.
 #[derive(Debug)]
@@ -81,12 +69,7 @@ pub struct UdpLink {
     ports: [UdpSocket; 2],
     /// Both port addresses of every board, by node id.
     peers: Vec<[SocketAddr; 2]>,
-    partial: HashMap<u16, Partial>,
-    buf: Vec<u8>,
-    out: Vec<u8>,
     next_port: usize,
-    bad: u64,
-    crc: [u32; 2],
 }
 
 fn raise_buffers(s: &UdpSocket) {
@@ -117,12 +100,7 @@ impl UdpLink {
             node,
             ports: [bind()?, bind()?],
             peers: Vec::new(),
-            partial: HashMap::new(),
-            buf: vec![0; 1 << 16],
-            out: Vec::with_capacity(1 << 16),
             next_port: 0,
-            bad: 0,
-            crc: [0; 2],
         })
     }
 
@@ -149,7 +127,7 @@ impl UdpLink {
 
     /// Sends one datagram `bytes` to board `dst` on the pair's path,
     /// without waiting for socket buffer space (a full buffer drops it, as
-    /// a congested link would).
+    /// a congested link would; the transport above retransmits).
     pub fn send_raw(&mut self, dst: u16, bytes: &[u8]) -> io::Result<()> {
         let Some(addrs) = self.peers.get(dst as usize).copied() else {
             return Err(io::Error::new(
@@ -166,13 +144,13 @@ impl UdpLink {
     }
 
     /// Receives one datagram into `buf` from either port, without
-    /// blocking; its length.
-    pub fn recv_raw(&mut self, buf: &mut [u8]) -> Option<usize> {
+    /// blocking: its length and the port it came in on.
+    pub fn recv_raw(&mut self, buf: &mut [u8]) -> Option<(usize, usize)> {
         for _ in 0..2 {
             let port = self.next_port;
             self.next_port ^= 1;
             if let Ok(n) = self.ports[port].recv(buf) {
-                return Some(n);
+                return Some((n, port));
             }
         }
         None
@@ -182,162 +160,9 @@ impl UdpLink {
     pub fn nodes(&self) -> usize {
         self.peers.len()
     }
-
-    fn send_datagram(&mut self, port: usize, to: SocketAddr) -> io::Result<()> {
-        let start = Instant::now();
-        loop {
-            match self.ports[port].send_to(&self.out, to) {
-                Ok(_) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if start.elapsed() > SEND_TIMEOUT {
-                        return Err(e);
-                    }
-                    std::thread::yield_now();
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    fn accept(&mut self, p: Packet) -> Option<Packet> {
-        if !p.is_fragment_like() {
-            self.partial.remove(&p.src);
-            return Some(p);
-        }
-        let src = p.src;
-        let len = p.payload.len() as u32;
-        if p.frag_offset == 0 {
-            let mut head = p;
-            let total = head.total_len as usize;
-            let first = std::mem::take(&mut head.payload);
-            head.payload = Vec::with_capacity(total);
-            head.payload.extend_from_slice(&first);
-            self.partial.insert(src, Partial { head, got: len });
-        } else {
-            match self.partial.get_mut(&src) {
-                Some(part) if part.got == p.frag_offset => {
-                    part.head.payload.extend_from_slice(&p.payload);
-                    part.got += len;
-                }
-                _ => {
-                    self.partial.remove(&src);
-                    self.bad += 1;
-                    return None;
-                }
-            }
-        }
-        let done = self
-            .partial
-            .get(&src)
-            .is_some_and(|part| part.got == part.head.total_len);
-        if done {
-            let mut whole = self.partial.remove(&src)?.head;
-            whole.frag_offset = 0;
-            return Some(whole);
-        }
-        None
-    }
 }
 
-trait FragmentLike {
-    fn is_fragment_like(&self) -> bool;
-}
-
-impl FragmentLike for Packet {
-    fn is_fragment_like(&self) -> bool {
-        self.frag_offset != 0 || self.total_len as usize != self.payload.len()
-    }
-}
-
-impl Link for UdpLink {
-    fn send(&mut self, p: &Packet) -> io::Result<()> {
-        let dst = p.dst as usize;
-        let Some(addrs) = self.peers.get(dst).copied() else {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("no link to node {dst}"),
-            ));
-        };
-        let port = dst % 2;
-        let to = addrs[self.node as usize % 2];
-        let chunk = max_fragment_payload(DATAGRAM, p.args.len()).min(1 << 15);
-        if wire::packet_len(p.args.len(), p.payload.len()) <= DATAGRAM {
-            self.out.clear();
-            wire::encode_into(p, &mut self.out).map_err(io::Error::other)?;
-            return self.send_datagram(port, to);
-        }
-        let mut at = 0usize;
-        while at < p.payload.len() {
-            let n = (p.payload.len() - at).min(chunk);
-            let frag = Packet {
-                frag_offset: at as u32,
-                total_len: p.payload.len() as u32,
-                payload: p.payload[at..at + n].to_vec(),
-                ..p.clone_header()
-            };
-            self.out.clear();
-            wire::encode_into(&frag, &mut self.out).map_err(io::Error::other)?;
-            self.send_datagram(port, to)?;
-            at += n;
-        }
-        Ok(())
-    }
-
-    fn recv(&mut self) -> Option<Packet> {
-        for _ in 0..2 {
-            let port = self.next_port;
-            self.next_port ^= 1;
-            while let Ok(n) = self.ports[port].recv(&mut self.buf) {
-                match wire::decode(&self.buf[..n]) {
-                    Ok(p) => {
-                        if let Some(whole) = self.accept(p) {
-                            return Some(whole);
-                        }
-                    }
-                    Err(wire::DecodeError::CrcMismatch { .. }) => {
-                        self.crc[port] = self.crc[port].saturating_add(1);
-                        self.bad += 1;
-                    }
-                    Err(_) => self.bad += 1,
-                }
-            }
-        }
-        None
-    }
-
-    fn bad_packets(&self) -> u64 {
-        self.bad
-    }
-
-    fn crc_errors(&self, port: usize) -> u32 {
-        self.crc.get(port).copied().unwrap_or(0)
-    }
-}
-
-trait CloneHeader {
-    fn clone_header(&self) -> Packet;
-}
-
-impl CloneHeader for Packet {
-    fn clone_header(&self) -> Packet {
-        Packet {
-            ptype: self.ptype,
-            src: self.src,
-            dst: self.dst,
-            flags: self.flags,
-            handler: self.handler,
-            args: self.args.clone(),
-            offset: self.offset,
-            seq: self.seq,
-            ack: self.ack,
-            frag_offset: 0,
-            total_len: 0,
-            payload: Vec::new(),
-        }
-    }
-}
-
-/// The reliable link of a board: [`crate::ipv6::reliable::Transport`] over
+/// The reliable link of a board: [`gasnet_core::reliable::Transport`] over
 /// a [`UdpLink`]'s two ports (see the module documentation).
 pub struct ReliableLink {
     udp: UdpLink,
@@ -347,6 +172,8 @@ pub struct ReliableLink {
     failed: Option<(u16, String)>,
     last_check: Instant,
     buf: Vec<u8>,
+    /// Datagrams each port received that failed the integrity check.
+    crc: [u32; 2],
 }
 
 impl std::fmt::Debug for ReliableLink {
@@ -381,6 +208,7 @@ impl ReliableLink {
             failed: None,
             last_check: Instant::now(),
             buf: vec![0; 1 << 16],
+            crc: [0; 2],
         })
     }
 
@@ -419,9 +247,13 @@ impl ReliableLink {
         };
         if receive {
             for _ in 0..RECV_BURST {
-                match self.udp.recv_raw(&mut self.buf) {
-                    Some(n) => t.receive(&self.buf[..n], now),
-                    None => break,
+                let Some((n, port)) = self.udp.recv_raw(&mut self.buf) else {
+                    break;
+                };
+                let before = t.stats().crc_errors;
+                t.receive(&self.buf[..n], now);
+                if t.stats().crc_errors != before {
+                    self.crc[port] = self.crc[port].saturating_add(1);
                 }
             }
         }
@@ -447,7 +279,7 @@ impl ReliableLink {
                 self.failed = Some((
                     e.peer,
                     format!(
-                        "{} (FSHMEM_PEER_TIMEOUT {:?})",
+                        "{} (peer timeout {:?}, FSHMEM_PEER_TIMEOUT)",
                         e.reason, self.cfg.peer_timeout
                     ),
                 ));
@@ -490,7 +322,7 @@ impl Link for ReliableLink {
     }
 
     fn crc_errors(&self, port: usize) -> u32 {
-        self.udp.crc_errors(port)
+        self.crc.get(port).copied().unwrap_or(0)
     }
 
     fn failure(&self) -> Option<(u16, String)> {

@@ -1,4 +1,5 @@
-//! The reliable transport of the IPv6 bridge, below the engine: per-peer
+//! The reliable transport below the engine, shared by the ipv6 conduit and
+//! devsim's board links (and a board's link layer in hardware): per-peer
 //! sequence numbers, cumulative ACK (piggy-backed on every AM packet, or
 //! alone), selective NACK of gaps, retransmission on timeout with
 //! exponential backoff, duplicate suppression, a bounded send window with
@@ -8,7 +9,8 @@
 //! It is a pure state machine: datagrams in ([`Transport::receive`]),
 //! datagrams out ([`Transport::transmit`]), time passed in as [`Instant`]s,
 //! so the unit tests drive it over a simulated lossy network without
-//! sockets. The engine above sees only whole packets, in order, once each.
+//! sockets, and each user keeps only its sockets and its clock. The engine
+//! above sees only whole packets, in order, once each.
 //!
 //! # Parameters
 //!
@@ -22,10 +24,10 @@
 //! | failure | a peer owing an ACK or a response that sends nothing for [`Config::peer_timeout`] |
 //! | keepalive | a sequenced probe after [`Config::keepalive`] of silence while a response is awaited |
 
-use gasnet_core::wire::{
+use crate::wire::{
     self, FLAG_ACK, FLAG_ACK_NOW, FLAG_SEQ, Packet, PacketType, max_fragment_payload,
 };
-use gasnet_core::{Category, Direction, NodeId};
+use crate::{Category, Direction, NodeId};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -35,9 +37,9 @@ pub const RECV_WINDOW: usize = 1024;
 
 /// The handler index of the transport's keepalive probe: a Short *reply*
 /// that the receiving transport acknowledges and discards (it never reaches
-/// the engine): [`gasnet_core::handlers::PROBE`], reserved in the system
+/// the engine): [`crate::handlers::PROBE`], reserved in the system
 /// range for this transport wherever it runs (ipv6 bridge, devsim links).
-pub const PROBE_HANDLER: u8 = gasnet_core::handlers::PROBE;
+pub const PROBE_HANDLER: u8 = crate::handlers::PROBE;
 
 /// Tunables of the transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +95,8 @@ pub struct Stats {
     pub datagrams_received: u64,
     /// Datagrams the decoder or the addressing checks rejected.
     pub rejected: u64,
+    /// Of those, datagrams whose CRC-32C did not match (damaged in flight).
+    pub crc_errors: u64,
     /// Data packets retransmitted.
     pub retransmitted: u64,
     /// Retransmission timeouts.
@@ -297,8 +301,11 @@ impl Transport {
     pub fn receive(&mut self, datagram: &[u8], now: Instant) {
         let p = match wire::decode(datagram) {
             Ok(p) => p,
-            Err(_) => {
+            Err(e) => {
                 self.stats.rejected += 1;
+                if matches!(e, wire::DecodeError::CrcMismatch { .. }) {
+                    self.stats.crc_errors += 1;
+                }
                 return;
             }
         };
@@ -716,7 +723,7 @@ impl Transport {
 }
 
 fn wire_max_args() -> usize {
-    gasnet_core::MAX_ARGS
+    crate::MAX_ARGS
 }
 
 #[cfg(test)]
