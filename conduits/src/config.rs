@@ -11,7 +11,7 @@
 //! The variables a launcher sets for each PE (`FSHMEM_RANK`, ...) are the
 //! job's, read by [`crate::JobEnv`] from the rows of [`JobVars`].
 
-use crate::ConduitKind;
+use crate::kinds::ConduitKind;
 use gasnet_core::config::{ConfigError, ConfigValue, Plain, Size, Unset, within, within_duration};
 use gasnet_core::impair::Impair;
 use std::net::Ipv6Addr;
@@ -46,16 +46,6 @@ impl ConfigValue for BatchMode {
             BatchMode::Gso => "gso",
         }
         .to_string()
-    }
-}
-
-impl ConfigValue for ConduitKind {
-    fn parse_value(s: &str) -> Result<ConduitKind, String> {
-        s.parse()
-            .map_err(|_| format!("a conduit: {}", ConduitKind::names()))
-    }
-    fn show_value(&self) -> String {
-        self.name().to_string()
     }
 }
 
@@ -120,11 +110,12 @@ impl ConfigValue for RouteMode {
     }
 }
 
+/// Longest host key (`FSHMEM_HOST_KEY`), in bytes.
+pub const MAX_HOST_KEY: usize = 512;
+
 fn check_host_key(v: &Option<String>) -> Result<(), String> {
     match v {
-        Some(k) if k.len() > crate::route::MAX_KEY => {
-            Err(format!("at most {} bytes", crate::route::MAX_KEY))
-        }
+        Some(k) if k.len() > MAX_HOST_KEY => Err(format!("at most {} bytes", MAX_HOST_KEY)),
         _ => Ok(()),
     }
 }

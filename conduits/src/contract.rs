@@ -20,7 +20,7 @@
 
 use crate::error::Result;
 use crate::job::JobEnv;
-use crate::{AmoOp, AmoWidth, Category, HandlerFn};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 
 /// A communication context: an independent stream of RMA operations whose
 /// `quiet` and `fence` cover that stream only (`spec/conduit.md` §3).
@@ -310,7 +310,11 @@ pub trait Lifecycle: Sized {
     /// Attaches PE `job.rank` to the job `job` describes, with the segment
     /// `segment` asks for, configured by `settings` (the conduit reads no
     /// environment). Collective over the job.
-    fn attach(job: &JobEnv, segment: SegmentRequest, settings: &crate::Settings) -> Result<Self>;
+    fn attach(
+        job: &JobEnv,
+        segment: SegmentRequest,
+        settings: &crate::config::Settings,
+    ) -> Result<Self>;
 
     /// Leaves the job: a barrier with every PE, then this PE is marked as
     /// finalized. Collective; calling it again does nothing.

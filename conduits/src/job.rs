@@ -7,9 +7,9 @@
 //! one that spans hosts (see [`crate::bootstrap`]). A program started
 //! without any of them runs as a singleton job of one PE.
 
-use crate::ConduitKind;
 use crate::config::JobVars;
 use crate::error::{ConduitError, Result};
+use crate::kinds::ConduitKind;
 
 /// Rank, size, job id and conduit of this PE.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -36,6 +36,7 @@ pub mod fpga;
 #[cfg(feature = "ipv6")]
 pub mod ipv6;
 pub mod job;
+mod kinds;
 pub mod liveness;
 #[cfg(feature = "ofi")]
 pub mod ofi;
@@ -60,9 +61,10 @@ pub use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 #[cfg(feature = "ipv6")]
 pub use ipv6::Ipv6Conduit;
 pub use job::JobEnv;
+pub use kinds::ConduitKind;
 #[cfg(feature = "ofi")]
 pub use ofi::OfiConduit;
-pub use registry::{AnyConduit, ConduitKind};
+pub use registry::AnyConduit;
 #[cfg(feature = "smp")]
 pub use smp::SmpConduit;
 

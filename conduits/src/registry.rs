@@ -1,23 +1,17 @@
-//! The one place that lists the conduits.
-//!
-//! [`declare_conduits!`] turns one line per conduit — its enum variant, its
-//! name, the cargo feature that builds it and its type — into
-//! [`ConduitKind`] (with `FromStr`, `Display`, [`ConduitKind::ALL`]),
-//! [`AnyConduit`] (one variant per *built* conduit), [`AnyConduit::attach`],
-//! [`AnyConduit::kind`] and the static dispatch of every contract trait. A
-//! new conduit is a module implementing the traits of [`crate::contract`],
-//! a cargo feature in `conduits/Cargo.toml` (added to `default`), and one
-//! line below. A conduit whose feature is off is still a [`ConduitKind`]
-//! (its name parses), but attaching to it fails naming the feature.
+//! [`AnyConduit`]: every built conduit behind one type, made from the one
+//! list of `kinds` (`with_conduits!`): one variant per *built* conduit,
+//! [`AnyConduit::attach`], [`AnyConduit::kind`] and the static dispatch of
+//! every contract trait, by `match` (no `dyn`, no `Box`).
 //!
 //! A network conduit that can carry the traffic between hosts of a job
 //! whose hosts run several PEs each (`spec/conduit.md` §10) names, after
-//! `routed`, a second variant of [`AnyConduit`]: the conduit routed by
-//! target PE with smp within a host ([`crate::route::Routed`]), which
-//! [`AnyConduit::attach`] chooses when some PEs share a host. Its type
-//! implements [`crate::route::OffNode`].
+//! `routed` in that list, a second variant of [`AnyConduit`]: the conduit
+//! routed by target PE with smp within a host ([`crate::route::Routed`]),
+//! which [`AnyConduit::attach`] chooses when some PEs share a host. Its
+//! type implements [`crate::route::OffNode`].
 
 // Without any conduit feature some of these go unused.
+use crate::config::Settings;
 #[allow(unused_imports)]
 use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
@@ -25,86 +19,22 @@ use crate::contract::{
 };
 use crate::error::{ConduitError, Result};
 use crate::job::JobEnv;
-use crate::{AmoOp, AmoWidth, Category, HandlerFn};
+use crate::kinds::{ConduitKind, with_conduits};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 
-macro_rules! declare_conduits {
+macro_rules! declare_dispatch {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $name:literal, feature $feature:literal, $ty:path
+        $variant:ident = $name:literal, feature $feature:literal, $module:ident :: $ty:ident
             $(, routed $routed:ident)?;
     )*) => {
-        /// Which transport a job uses (`FSHMEM_CONDUIT`, `oshrun --conduit`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum ConduitKind {
-            $( $(#[$doc])* $variant, )*
-        }
-
-        impl ConduitKind {
-            /// Every conduit, built or not, in declaration order.
-            pub const ALL: &'static [ConduitKind] = &[$( ConduitKind::$variant, )*];
-
-            /// Its name (`smp`, `ipv6`, ...).
-            pub const fn name(self) -> &'static str {
-                match self { $( ConduitKind::$variant => $name, )* }
-            }
-
-            /// The cargo feature of `conduits` that builds it.
-            pub const fn feature(self) -> &'static str {
-                match self { $( ConduitKind::$variant => $feature, )* }
-            }
-
-            /// Whether this build contains it.
-            pub const fn is_built(self) -> bool {
-                match self { $( ConduitKind::$variant => cfg!(feature = $feature), )* }
-            }
-
-            /// Whether a job on it routes operations between PEs of one host
-            /// through shared memory (`spec/conduit.md` §10): the network
-            /// conduits.
-            pub const fn routes(self) -> bool {
-                match self {
-                    $( ConduitKind::$variant => declare_conduits!(@has $($routed)?), )*
-                }
-            }
-
-            /// The names of all conduits, for messages: `smp, ipv6, fpga or ofi`.
-            pub fn names() -> String {
-                let v: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
-                match v.split_last() {
-                    Some((last, rest)) if !rest.is_empty() => {
-                        format!("{} or {last}", rest.join(", "))
-                    }
-                    _ => v.join(""),
-                }
-            }
-        }
-
-        impl std::str::FromStr for ConduitKind {
-            type Err = ConduitError;
-            fn from_str(s: &str) -> Result<Self> {
-                let t = s.trim().to_ascii_lowercase();
-                $( if t == $name { return Ok(ConduitKind::$variant); } )*
-                Err(ConduitError::Bootstrap(format!(
-                    "FSHMEM_CONDUIT={s:?} is not a conduit (expected {})",
-                    ConduitKind::names()
-                )))
-            }
-        }
-
-        impl std::fmt::Display for ConduitKind {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-
-        declare_conduits!(@any
+        declare_dispatch!(@any
             $(
-                $variant [feature = $feature] ($ty)
+                $variant [feature = $feature] (crate::$module::$ty)
                 $( $routed [all(feature = "smp", feature = $feature)]
-                    (crate::route::Routed<crate::smp::SmpConduit, $ty>) )?
+                    (crate::route::Routed<crate::smp::SmpConduit, crate::$module::$ty>) )?
             )*
         );
-
         impl AnyConduit {
             /// Attaches to the job `job` describes, with the segment
             /// `segment` asks for, through the conduit `job.conduit` names,
@@ -117,14 +47,14 @@ macro_rules! declare_conduits {
             pub fn attach(
                 job: &JobEnv,
                 segment: SegmentRequest,
-                settings: &crate::Settings,
+                settings: &Settings,
             ) -> Result<AnyConduit> {
                 crate::wait::set_timeout(settings.wait_timeout);
                 match job.conduit {
                     $(
                         #[cfg(feature = $feature)]
-                        ConduitKind::$variant => declare_conduits!(
-                            @attach $variant $ty [$($routed)?] feature $feature, job, segment, settings
+                        ConduitKind::$variant => declare_dispatch!(
+                            @attach $variant crate::$module::$ty [$($routed)?] feature $feature, job, segment, settings
                         ),
                     )*
                     #[allow(unreachable_patterns)]
@@ -345,42 +275,4 @@ macro_rules! declare_conduits {
     };
 }
 
-// The conduits. Add a line here (and a feature in Cargo.toml) to add one.
-declare_conduits! {
-    /// Shared-memory emulator: every PE of the job on this host.
-    Smp = "smp", feature "smp", crate::smp::SmpConduit;
-    /// UDP/IPv6 bridge: spans hosts; smp between PEs of one host.
-    Ipv6 = "ipv6", feature "ipv6", crate::ipv6::Ipv6Conduit, routed RoutedIpv6;
-    /// FPGA board (or devsim) reached through its BARs.
-    Fpga = "fpga", feature "fpga", crate::fpga::FpgaConduit;
-    /// libfabric (OFI) fabrics: verbs, cxi, efa, tcp, shm; smp between
-    /// PEs of one host.
-    Ofi = "ofi", feature "ofi", crate::ofi::OfiConduit, routed RoutedOfi;
-}
-
-impl Default for ConduitKind {
-    /// The shared-memory emulator.
-    fn default() -> Self {
-        ConduitKind::Smp
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip_and_bad_names_list_the_choices() {
-        for k in ConduitKind::ALL {
-            assert_eq!(k.name().parse::<ConduitKind>().unwrap(), *k);
-            assert_eq!(
-                k.to_string().to_uppercase().parse::<ConduitKind>().unwrap(),
-                *k
-            );
-            assert!(k.is_built(), "{k} is on by default");
-        }
-        let e = "tcp".parse::<ConduitKind>().unwrap_err().to_string();
-        assert!(e.contains("FSHMEM_CONDUIT=\"tcp\""), "{e}");
-        assert!(e.contains("smp, ipv6, fpga or ofi"), "{e}");
-    }
-}
+with_conduits!(declare_dispatch);

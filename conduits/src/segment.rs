@@ -29,7 +29,7 @@ pub(crate) struct Segment {
 
 impl Segment {
     /// Maps `len` zero bytes of a new memfd, shared, at a multiple of
-    /// [`crate::SEGMENT_ALIGN`].
+    /// [`crate::aligned::SEGMENT_ALIGN`].
     pub(crate) fn new(len: usize) -> Result<Arc<Segment>> {
         let io = |what: &str, e: std::io::Error| {
             ConduitError::Io(format!("{what} for a {len}-byte segment: {e}"))
@@ -43,7 +43,7 @@ impl Segment {
         let file = unsafe { File::from_raw_fd(fd) };
         file.set_len(len.max(1) as u64)
             .map_err(|e| io("ftruncate", e))?;
-        let map = AlignedMap::map(file.as_raw_fd(), 0, len, crate::SEGMENT_ALIGN)
+        let map = AlignedMap::map(file.as_raw_fd(), 0, len, crate::aligned::SEGMENT_ALIGN)
             .map_err(|e| io("mmap", e))?;
         Ok(Arc::new(Segment {
             map,
@@ -56,10 +56,10 @@ impl Segment {
     /// Maps the segment another conduit of this process allocated
     /// ([`crate::SegmentRequest::Over`]): a duplicate of its descriptor,
     /// so the file stays open as long as this segment lives, mapped shared
-    /// at a multiple of [`crate::SEGMENT_ALIGN`]. Bytes remote PEs put
+    /// at a multiple of [`crate::aligned::SEGMENT_ALIGN`]. Bytes remote PEs put
     /// through this conduit land in that file, where the other conduit's
     /// mappings see them.
-    pub(crate) fn over(b: crate::SegmentBacking) -> Result<Arc<Segment>> {
+    pub(crate) fn over(b: crate::contract::SegmentBacking) -> Result<Arc<Segment>> {
         let io = |what: &str, e: std::io::Error| {
             ConduitError::Io(format!(
                 "{what} of the {}-byte segment behind descriptor {}: {e}",
@@ -84,8 +84,13 @@ impl Segment {
                 b.len, b.offset
             )));
         }
-        let map = AlignedMap::map(file.as_raw_fd(), b.offset, b.len, crate::SEGMENT_ALIGN)
-            .map_err(|e| io("mmap", e))?;
+        let map = AlignedMap::map(
+            file.as_raw_fd(),
+            b.offset,
+            b.len,
+            crate::aligned::SEGMENT_ALIGN,
+        )
+        .map_err(|e| io("mmap", e))?;
         Ok(Arc::new(Segment {
             map,
             file,

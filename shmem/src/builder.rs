@@ -7,7 +7,7 @@
 //! and what is not set in code still comes from the environment.
 
 use crate::config::Config;
-use crate::ctx::ThreadLevel;
+use crate::config::ThreadLevel;
 use crate::error::{Result, ShmemError};
 use crate::{Shmem, runtime};
 use conduits::ConduitKind;

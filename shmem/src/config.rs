@@ -40,6 +40,20 @@
 use crate::error::{Result, ShmemError};
 use gasnet_core::config::{ConfigError, ConfigValue, Plain, Size, within};
 
+/// The thread-safety level of the runtime (`SHMEM_THREAD_*`), ordered from
+/// least to most permissive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ThreadLevel {
+    /// One thread in the process (`SHMEM_THREAD_SINGLE`).
+    Single,
+    /// Only the initializing thread calls the runtime (`SHMEM_THREAD_FUNNELED`).
+    Funneled,
+    /// Any thread, one at a time (`SHMEM_THREAD_SERIALIZED`).
+    Serialized,
+    /// Any thread, concurrently (`SHMEM_THREAD_MULTIPLE`).
+    Multiple,
+}
+
 /// Default symmetric heap size: 64 MiB.
 pub const DEFAULT_SYMMETRIC_SIZE: usize = 64 << 20;
 

@@ -50,6 +50,7 @@
 //! ```
 
 use crate::Shmem;
+pub use crate::config::ThreadLevel;
 use crate::error::{Result, ShmemError};
 use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
 use crate::runtime::Runtime;
@@ -60,20 +61,6 @@ use conduits::prelude::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::ThreadId;
-
-/// The thread-safety level of the runtime (`SHMEM_THREAD_*`), ordered from
-/// least to most permissive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ThreadLevel {
-    /// One thread in the process (`SHMEM_THREAD_SINGLE`).
-    Single,
-    /// Only the initializing thread calls the runtime (`SHMEM_THREAD_FUNNELED`).
-    Funneled,
-    /// Any thread, one at a time (`SHMEM_THREAD_SERIALIZED`).
-    Serialized,
-    /// Any thread, concurrently (`SHMEM_THREAD_MULTIPLE`).
-    Multiple,
-}
 
 /// Context options (`SHMEM_CTX_*`), combined with `|`.
 ///

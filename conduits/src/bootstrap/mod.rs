@@ -164,7 +164,7 @@ pub fn from_env(
     rank: usize,
     size: usize,
     get: impl Fn(&str) -> Option<String>,
-    settings: &crate::Settings,
+    settings: &crate::config::Settings,
 ) -> Result<Box<dyn Bootstrap>> {
     if let Some(addr) = get("FSHMEM_BOOTSTRAP") {
         let c = rendezvous::Client::join(&addr, rank, size, settings.bootstrap_timeout)?;

@@ -132,7 +132,7 @@ impl Bar {
     }
 
     /// As [`Bar::map`], at an address that is a multiple of `align` (BAR2,
-    /// the segment, at [`crate::SEGMENT_ALIGN`]).
+    /// the segment, at [`crate::aligned::SEGMENT_ALIGN`]).
     pub fn map_aligned(path: &Path, align: usize) -> Result<Bar> {
         let file = OpenOptions::new()
             .read(true)
@@ -299,7 +299,7 @@ impl Board {
         }
         let id = Identity::read(&bar0);
         id.check(&device)?;
-        let bar2 = Bar::map_aligned(&p2, crate::SEGMENT_ALIGN)?;
+        let bar2 = Bar::map_aligned(&p2, crate::aligned::SEGMENT_ALIGN)?;
         if (bar2.len() as u64) < id.window {
             return Err(ConduitError::Bootstrap(format!(
                 "{device}: BAR2 maps {} bytes but WINDOW_SIZE is {}",

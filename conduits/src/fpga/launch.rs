@@ -17,7 +17,7 @@
 //! on SIGTERM/SIGINT/SIGHUP and when their parent dies, removing their
 //! files, and [`remove_job_boards`] removes whatever a killed job left.
 
-use crate::Settings;
+use crate::config::Settings;
 use gasnet_core::config::{ConfigValue, format_duration, format_size};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;

@@ -82,12 +82,16 @@
 mod batch;
 pub(crate) mod net;
 mod progress;
+mod rma;
+mod shared;
+
 use gasnet_core::reliable;
+pub(crate) use shared::{CtxState, Outcome, Shared, Want};
 
 pub use gasnet_core::impair::Impair;
 
-use crate::Settings;
 use crate::bootstrap::{self, Bootstrap};
+use crate::config::Settings;
 use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
     SignalOp,
@@ -96,11 +100,11 @@ use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
 use crate::segment::{SegMemory, Segment};
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use gasnet_core::NodeId;
 use gasnet_core::engine::{
     Command, Completion, Config as EngineConfig, Engine, GetInto, PutSource,
 };
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use net::{Endpoint, EventFd};
 use progress::{Core, NO_EXIT};
 use std::collections::HashMap;
@@ -131,133 +135,11 @@ const MAX_PENDING: u64 = 8192;
 /// another copy.
 const CHUNK: usize = gasnet_core::MAX_LONG;
 
-/// What the application waits for on a command.
-pub(crate) enum Want {
-    /// The completion itself (blocking get, fetching atomic).
-    Value,
-    /// Nothing but its error, reported at quiet.
-    Nbi,
-    /// A non-blocking get: copy the data to `dst` at completion.
-    NbiGet { dst: SendPtr, len: usize },
-}
-
 /// A destination pointer moved to the progress thread.
 pub(crate) struct SendPtr(pub(crate) *mut u8);
 // SAFETY: get_nbi's contract makes the buffer the conduit's until quiet;
 // only the progress thread writes it meanwhile.
 unsafe impl Send for SendPtr {}
-
-/// A result posted to a waiting application thread.
-pub(crate) enum Outcome {
-    Done(Completion, Option<ConduitError>),
-    Flushed,
-}
-
-/// State shared by the application threads and the progress thread,
-/// outside the core's lock.
-pub(crate) struct Shared {
-    /// Wakes the progress thread (to stop).
-    pub(crate) wake: EventFd,
-    pub(crate) stop: AtomicBool,
-    /// Application threads currently driving the core.
-    pub(crate) drivers: AtomicUsize,
-    pub(crate) issued: AtomicU64,
-    pub(crate) completed: AtomicU64,
-    /// Per-context counters and errors, indexed by [`CtxId::index`].
-    pub(crate) ctxs: Box<[CtxState]>,
-    done: Mutex<HashMap<u64, Outcome>>,
-    failed: Mutex<Option<ConduitError>>,
-    failed_flag: AtomicBool,
-    pub(crate) exit_status: AtomicI64,
-    /// `FSHMEM_IPV6_STATS`: print the transport's counters at the end.
-    pub(crate) print_stats: bool,
-}
-
-impl Shared {
-    pub(crate) fn post(&self, tag: u64, o: Outcome) {
-        self.done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(tag, o);
-    }
-
-    fn take(&self, tag: u64) -> Option<Outcome> {
-        self.done
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&tag)
-    }
-
-    /// Counts the completion of a command of context `ctx`, recording the
-    /// error of a non-blocking one.
-    pub(crate) fn completed(&self, ctx: u32, err: Option<ConduitError>) {
-        if let Some(c) = self.ctxs.get(ctx as usize) {
-            if let Some(e) = err {
-                c.nbi_error
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get_or_insert(e);
-            }
-            c.completed.fetch_add(1, Ordering::AcqRel);
-        }
-        self.completed.fetch_add(1, Ordering::AcqRel);
-    }
-
-    pub(crate) fn fail(&self, e: ConduitError) {
-        self.failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_or_insert(e);
-        self.failed_flag.store(true, Ordering::Release);
-    }
-
-    fn failure(&self) -> Option<ConduitError> {
-        if !self.failed_flag.load(Ordering::Acquire) {
-            return None;
-        }
-        self.failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-}
-
-/// One context's bookkeeping.
-#[derive(Debug, Default)]
-pub(crate) struct CtxState {
-    /// Created and not destroyed (the default context always is).
-    live: AtomicBool,
-    /// Commands issued on it.
-    issued: AtomicU64,
-    /// Commands of it completed (acknowledged, or answered).
-    completed: AtomicU64,
-    /// The first error of its non-blocking commands since its last quiet.
-    nbi_error: Mutex<Option<ConduitError>>,
-}
-
-/// Counts an application thread as driving the core while it lives.
-struct Driving<'a>(&'a Shared);
-
-impl<'a> Driving<'a> {
-    fn new(s: &'a Shared) -> Driving<'a> {
-        s.drivers.fetch_add(1, Ordering::AcqRel);
-        Driving(s)
-    }
-}
-
-impl Drop for Driving<'_> {
-    fn drop(&mut self) {
-        self.0.drivers.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// Steps of [`Backoff`] (spins, then yields) an application thread takes
-/// without progress before it sleeps in `poll(2)` on the socket.
-const DRIVE_STEPS_BEFORE_SLEEP: u64 = crate::wait::SPIN_STEPS as u64 + 64;
-
-/// Longest sleep of a driving application thread before it looks again
-/// (another thread may have taken the datagram it waits for).
-const DRIVE_MAX_SLEEP: Duration = Duration::from_millis(1);
 
 /// A PE attached to an ipv6 job. `Send + Sync`: any thread may call it.
 pub struct Ipv6Conduit {
@@ -533,83 +415,6 @@ impl Ipv6Conduit {
         Ok(tag)
     }
 
-    /// Drives the core from this thread until `cond` holds: polls the
-    /// socket while spinning, then yielding, then sleeping in `poll(2)` on it
-    /// until the transport's next deadline. Fails if a peer failed, and with
-    /// [`ConduitError::Timeout`] naming `what()` when none of this PE's
-    /// operations completes for `FSHMEM_WAIT_TIMEOUT`.
-    fn drive_until(&self, mut cond: impl FnMut() -> bool, what: impl Fn() -> String) -> Result<()> {
-        if cond() {
-            return Ok(());
-        }
-        let s = &*self.shared;
-        let _driving = Driving::new(s);
-        let mut b = Backoff::new();
-        let mut completed = s.completed.load(Ordering::Acquire);
-        loop {
-            if cond() {
-                return Ok(());
-            }
-            self.check_failed()?;
-            let worked = progress::try_lock(&self.core).is_some_and(|mut c| c.step(s));
-            if worked {
-                // Completions are progress towards what is awaited (the
-                // timeout clock restarts); other traffic only keeps the
-                // wait spinning.
-                let now = s.completed.load(Ordering::Acquire);
-                if now != completed {
-                    completed = now;
-                    b.reset();
-                } else {
-                    b.respin();
-                }
-                continue;
-            }
-            if let Some(waited) = b.timed_out() {
-                return Err(ConduitError::Timeout {
-                    what: what(),
-                    waited,
-                });
-            }
-            if b.steps() < DRIVE_STEPS_BEFORE_SLEEP {
-                b.snooze();
-                continue;
-            }
-            // Sleeping steps count too (the timeout clock is read on them).
-            b.snooze();
-            let t = progress::try_lock(&self.core)
-                .map_or(Duration::ZERO, |c| c.idle_for(DRIVE_MAX_SLEEP));
-            if cond() {
-                return Ok(());
-            }
-            if !t.is_zero() {
-                net::wait_readable(Some(self.sock_fd), s.wake.fd(), t);
-            }
-        }
-    }
-
-    /// Waits for the outcome posted under `tag`; `what` names the
-    /// operation for a timeout report.
-    fn wait_tag(&self, tag: u64, what: impl Fn() -> String) -> Result<Outcome> {
-        let mut out = None;
-        self.drive_until(
-            || {
-                out = self.shared.take(tag);
-                out.is_some()
-            },
-            what,
-        )?;
-        out.ok_or_else(|| ConduitError::Io("lost outcome".into()))
-    }
-
-    fn wait_value(&self, tag: u64, what: impl Fn() -> String) -> Result<Completion> {
-        match self.wait_tag(tag, what)? {
-            Outcome::Done(c, None) => Ok(c),
-            Outcome::Done(_, Some(e)) => Err(e),
-            _ => Err(ConduitError::Io("unexpected outcome".into())),
-        }
-    }
-
     fn local(&self, offset: usize) -> *mut u8 {
         self.seg.base().wrapping_add(offset)
     }
@@ -690,256 +495,6 @@ impl Segments for Ipv6Conduit {
     fn segment_backing(&self) -> Option<SegmentBacking> {
         let (fd, offset, len) = self.seg.backing();
         Some(SegmentBacking { fd, offset, len })
-    }
-}
-
-impl Rma for Ipv6Conduit {
-    fn ctx_create(&self) -> Result<CtxId> {
-        for (i, c) in self.shared.ctxs.iter().enumerate().skip(1) {
-            if c.live
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                return Ok(CtxId(i as u32));
-            }
-        }
-        Err(ConduitError::ContextLimit { max: MAX_CONTEXTS })
-    }
-
-    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
-        if ctx == CtxId::DEFAULT {
-            return Err(ConduitError::NoContext { ctx: ctx.0 });
-        }
-        let r = self.quiet(ctx);
-        self.ctx(ctx)?.live.store(false, Ordering::Release);
-        r
-    }
-
-    fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
-        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the destination lies in our segment (checked); copy
-            // tolerates overlap with `src`.
-            unsafe { std::ptr::copy(src.as_ptr(), self.local(offset), src.len()) };
-            return self.check_failed();
-        }
-        if src.is_empty() {
-            return self.check_failed();
-        }
-        for (k, part) in src.chunks(CHUNK).enumerate() {
-            let cmd = Command::Put {
-                dst: pe as NodeId,
-                offset: (offset + k * CHUNK) as u64,
-                source: PutSource::Bytes(part.to_vec()),
-            };
-            self.submit(ctx, cmd, Want::Nbi)?;
-        }
-        Ok(())
-    }
-
-    unsafe fn put_nbi(
-        &self,
-        ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        src: *const u8,
-        len: usize,
-    ) -> Result<()> {
-        // SAFETY: the caller guarantees `src` is valid for `len` bytes; the
-        // bytes are copied before this returns.
-        let s = unsafe { std::slice::from_raw_parts(src, len) };
-        self.put(ctx, pe, offset, s)
-    }
-
-    fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the source lies in our segment (checked).
-            unsafe { std::ptr::copy(self.local(offset), dst.as_mut_ptr(), dst.len()) };
-            return self.check_failed();
-        }
-        if dst.is_empty() {
-            return self.check_failed();
-        }
-        if let Some(at) = self.in_segment(dst.as_ptr(), dst.len()) {
-            let cmd = Command::Get {
-                dst: pe as NodeId,
-                offset: offset as u64,
-                len: dst.len() as u64,
-                into: GetInto::Segment(at),
-            };
-            let tag = self.submit(ctx, cmd, Want::Value)?;
-            return self
-                .wait_value(tag, || {
-                    format!(
-                        "the data of a blocking get of {} bytes from PE {pe} at offset {offset:#x}",
-                        dst.len()
-                    )
-                })
-                .map(|_| ());
-        }
-        let mut tags = Vec::with_capacity(dst.len().div_ceil(CHUNK));
-        for (k, part) in dst.chunks(CHUNK).enumerate() {
-            let cmd = Command::Get {
-                dst: pe as NodeId,
-                offset: (offset + k * CHUNK) as u64,
-                len: part.len() as u64,
-                into: GetInto::Buffer,
-            };
-            tags.push(self.submit(ctx, cmd, Want::Value)?);
-        }
-        for (tag, part) in tags.into_iter().zip(dst.chunks_mut(CHUNK)) {
-            let c = self.wait_value(tag, || {
-                format!("the data of a blocking get from PE {pe} at offset {offset:#x}")
-            })?;
-            part.copy_from_slice(&c.data[..part.len()]);
-        }
-        Ok(())
-    }
-
-    unsafe fn get_nbi(
-        &self,
-        ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        dst: *mut u8,
-        len: usize,
-    ) -> Result<()> {
-        check_range(pe, self.size, offset, len, self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the source lies in our segment (checked); the caller
-            // guarantees `dst` is valid for `len` bytes.
-            unsafe { std::ptr::copy(self.local(offset), dst, len) };
-            return self.check_failed();
-        }
-        if len == 0 {
-            return self.check_failed();
-        }
-        if let Some(at) = self.in_segment(dst, len) {
-            let cmd = Command::Get {
-                dst: pe as NodeId,
-                offset: offset as u64,
-                len: len as u64,
-                into: GetInto::Segment(at),
-            };
-            return self.submit(ctx, cmd, Want::Nbi).map(|_| ());
-        }
-        let mut at = 0;
-        while at < len {
-            let n = CHUNK.min(len - at);
-            let cmd = Command::Get {
-                dst: pe as NodeId,
-                offset: (offset + at) as u64,
-                len: n as u64,
-                into: GetInto::Buffer,
-            };
-            let want = Want::NbiGet {
-                dst: SendPtr(dst.wrapping_add(at)),
-                len: n,
-            };
-            self.submit(ctx, cmd, want)?;
-            at += n;
-        }
-        Ok(())
-    }
-
-    fn atomic(
-        &self,
-        ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        op: AmoOp,
-        width: AmoWidth,
-        operand: u64,
-        compare: u64,
-    ) -> Result<u64> {
-        check_word(pe, self.size, offset, width.bytes(), self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: in range and aligned (checked); the segment is page
-            // aligned.
-            let old = unsafe {
-                crate::cpu_amo::atomic_at(self.local(offset), op, width, operand, compare)
-            };
-            self.check_failed()?;
-            return Ok(old & width.mask());
-        }
-        let cmd = Command::Amo {
-            dst: pe as NodeId,
-            op,
-            width,
-            offset: offset as u64,
-            operand,
-            compare,
-        };
-        if !op.fetches() {
-            self.submit(ctx, cmd, Want::Nbi)?;
-            return Ok(0);
-        }
-        let tag = self.submit(ctx, cmd, Want::Value)?;
-        Ok(self
-            .wait_value(tag, || {
-                format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}")
-            })?
-            .value)
-    }
-
-    fn put_signal(
-        &self,
-        ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        src: &[u8],
-        sig_offset: usize,
-        sig_op: SignalOp,
-        sig_value: u64,
-    ) -> Result<()> {
-        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
-        check_word(pe, self.size, sig_offset, 8, self.segment_len)?;
-        let op = match sig_op {
-            SignalOp::Set => AmoOp::Set,
-            SignalOp::Add => AmoOp::Add,
-        };
-        if pe == self.rank {
-            self.put(ctx, pe, offset, src)?;
-            std::sync::atomic::fence(Ordering::Release);
-            self.atomic(ctx, pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
-            return Ok(());
-        }
-        // Issued in order to one target and delivered in order: the data is
-        // applied before the signal.
-        self.put(ctx, pe, offset, src)?;
-        self.atomic(ctx, pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
-        Ok(())
-    }
-
-    fn fence(&self, ctx: CtxId) -> Result<()> {
-        self.ctx(ctx)?;
-        self.check_failed()
-    }
-
-    fn quiet(&self, ctx: CtxId) -> Result<()> {
-        let c = self.ctx(ctx)?;
-        let target = c.issued.load(Ordering::Acquire);
-        self.drive_until(
-            || c.completed.load(Ordering::Acquire) >= target,
-            || {
-                let done = c.completed.load(Ordering::Acquire);
-                format!(
-                    "{} of its operations on {ctx} to complete in quiet (acknowledged by their targets)",
-                    target.saturating_sub(done)
-                )
-            },
-        )?;
-        match c.nbi_error.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// The progress engine applies remote atomics as CPU atomics on the
-    /// mapped segment (`SegMemory`), as does a local atomic.
-    fn cpu_atomics(&self) -> bool {
-        true
     }
 }
 

@@ -1,9 +1,11 @@
 //! The ofi conduit: libfabric, for the fabrics clusters run (verbs, cxi,
 //! efa, tcp, shm), through one reliable-datagram endpoint per PE.
 //!
-//! (Over 800 lines as one cohesive thing: the contract's operations on one
-//! endpoint, each a few lines over `core.rs`; setup lives in [`fabric`] and
-//! `setup.rs`, the libfabric calls in [`api`].)
+//! Files: joining and the progress thread in `attach.rs`, one-sided
+//! operations in `rma.rs`, the endpoint's state and its progress in
+//! `core.rs`, opening the fabric in [`fabric`] and `setup.rs`, the
+//! libfabric calls in [`api`] over the generated bindings in [`sys`];
+//! active messages, the bootstrap and the lifecycle here.
 //!
 //! # Operations
 //!
@@ -60,17 +62,19 @@
 //! how atomics travel; `SHMEM_INFO=1` makes PE 0 print it.
 
 pub mod api;
+mod attach;
 mod core;
 pub mod fabric;
+mod rma;
 mod setup;
 pub mod sys;
 
 pub use setup::UNTRUSTED_ATOMICS;
 
 use self::core::{AmoSlot, Core, Hold, Waiter};
-use crate::Settings;
 use crate::bootstrap::{self, Bootstrap};
 use crate::config::OfiAtomics as Atomics;
+use crate::config::Settings;
 use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
     SignalOp,
@@ -79,10 +83,10 @@ use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
 use crate::segment::{SegMemory, Segment};
 use crate::wait::Backoff;
-use crate::{AmoOp, AmoWidth, Category, HandlerFn};
 use fabric::Fabric;
 use gasnet_core::NodeId;
 use gasnet_core::engine::{Command, Config as EngineConfig, Engine};
+use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use setup::{Card, fi_amo};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -141,152 +145,6 @@ fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
 }
 
 impl OfiConduit {
-    /// Joins through an explicit bootstrap, with the segment `segment`
-    /// asks for. Collective.
-    pub fn attach_with(
-        rank: usize,
-        size: usize,
-        segment: SegmentRequest,
-        mut boot: Box<dyn Bootstrap>,
-        settings: &Settings,
-    ) -> Result<OfiConduit> {
-        let segment_len = segment.len();
-        if size == 0 || size > gasnet_core::MAX_NODES || rank >= size {
-            return Err(ConduitError::Bootstrap(format!(
-                "ofi: rank {rank} of {size} PEs is not valid"
-            )));
-        }
-        if boot.rank() != rank || boot.size() != size {
-            return Err(ConduitError::Bootstrap(format!(
-                "ofi: the bootstrap ({}) says rank {} of {}, the job rank {rank} of {size}",
-                boot.describe(),
-                boot.rank(),
-                boot.size()
-            )));
-        }
-        let mut fab = Fabric::open(
-            rank,
-            settings.ofi_provider.as_deref(),
-            settings.ofi_domain.as_deref(),
-        )?;
-        let seg = match segment {
-            SegmentRequest::Own(len) => Segment::new(len)?,
-            SegmentRequest::Over(b) => Segment::over(b)?,
-        };
-        // SAFETY: the segment mapping lives in `seg`, which the conduit
-        // keeps for as long as the Fabric (inside the core) lives, and
-        // drops after it (field order of OfiConduit and Drop).
-        let (base, key) = unsafe { fab.register(seg.base(), segment_len)? };
-        let untrusted = UNTRUSTED_ATOMICS
-            .iter()
-            .any(|p| fab.caps.provider.split(';').any(|q| q == *p));
-        let can = (settings.ofi_atomics == Atomics::Native
-            || settings.ofi_atomics == Atomics::Auto && !untrusted)
-            && AmoOp::ALL.iter().all(|&op| {
-                [AmoWidth::W32, AmoWidth::W64].iter().all(|&w| {
-                    let (dt, o, flags) = fi_amo(op, w);
-                    fab.atomic_ok(dt, o, flags)
-                })
-            });
-        let me = Card {
-            name: fab.name()?,
-            base,
-            key,
-            segment_len: segment_len as u64,
-            atomics: can,
-        };
-        let all = boot.allgather(&me.encode())?;
-        let mut cards = Vec::with_capacity(size);
-        for (pe, b) in all.iter().enumerate() {
-            let c = Card::decode(pe, b)?;
-            if c.segment_len != me.segment_len {
-                return Err(ConduitError::Bootstrap(format!(
-                    "ofi: PE {pe} has a {}-byte segment, PE {rank} {segment_len} bytes",
-                    c.segment_len
-                )));
-            }
-            cards.push(c);
-        }
-        let native_atomics = cards.iter().all(|c| c.atomics);
-        let names: Vec<Vec<u8>> = cards.iter().map(|c| c.name.clone()).collect();
-        let segs: Vec<(u64, u64)> = cards.iter().map(|c| (c.base, c.key)).collect();
-        fab.connect(&names, &segs)?;
-        let caps = fab.caps.clone();
-        let describe = format!(
-            "provider {} (fabric {}, domain {}, mr_mode {:#x}), RMA by fi_write/fi_read{}, atomics {}",
-            caps.provider,
-            caps.fabric,
-            caps.domain,
-            caps.mr_mode,
-            if caps.delivery_complete {
-                " with delivery-complete"
-            } else {
-                ""
-            },
-            if native_atomics {
-                "by the provider (fi_atomic)"
-            } else if settings.ofi_atomics == Atomics::Am {
-                "as active messages (FSHMEM_OFI_ATOMICS=am)"
-            } else if untrusted && settings.ofi_atomics == Atomics::Auto {
-                "as active messages (this provider's atomics are not trusted; FSHMEM_OFI_ATOMICS=native uses them)"
-            } else {
-                "as active messages (the provider lacks some)"
-            }
-        );
-        let mut engine = Engine::with_config(
-            rank as NodeId,
-            size,
-            SegMemory::new(seg.clone(), segment_len),
-            EngineConfig {
-                max_in_flight: 64,
-                queue_depth: 4096,
-            },
-        );
-        let exit_status = Arc::new(AtomicI64::new(NO_EXIT));
-        let es = exit_status.clone();
-        engine
-            .handlers_mut()
-            .register_system(
-                EXIT_HANDLER,
-                Arc::new(move |_tok, m| {
-                    let status = m.args.first().copied().unwrap_or(1) as i32;
-                    es.store(status as i64, Ordering::Release);
-                }),
-            )
-            .map_err(ConduitError::Am)?;
-        let core = Arc::new(Mutex::new(Core::new(fab, engine)?));
-        let boot = Arc::new(Mutex::new(boot));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (c2, s2, e2, b2) = (
-            core.clone(),
-            stop.clone(),
-            exit_status.clone(),
-            boot.clone(),
-        );
-        let thread = std::thread::Builder::new()
-            .name(format!("fshmem-ofi-{rank}"))
-            .spawn(move || progress_thread(c2, s2, e2, b2))?;
-        let c = OfiConduit {
-            rank,
-            size,
-            segment_len,
-            seg,
-            core,
-            stop,
-            thread: Mutex::new(Some(thread)),
-            boot,
-            native_atomics,
-            next_tag: AtomicU64::new(1),
-            last_ctx: AtomicU32::new(0),
-            exit_status,
-            finalized: AtomicBool::new(false),
-            describe,
-        };
-        // Every endpoint is up before any traffic starts.
-        c.boot().barrier()?;
-        Ok(c)
-    }
-
     fn boot(&self) -> MutexGuard<'_, Box<dyn Bootstrap>> {
         self.boot.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -355,146 +213,6 @@ impl OfiConduit {
         self.next_tag.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// `fi_write` of `len` bytes at `src` to `pe` at `offset`.
-    #[allow(clippy::too_many_arguments)]
-    fn write(
-        &self,
-        c: &mut Core,
-        pe: usize,
-        offset: usize,
-        hold: Hold,
-        src: *const u8,
-        len: usize,
-        waiter: Waiter,
-    ) -> Result<u64> {
-        let peer = c.fab.peers[pe];
-        c.issue("fi_write", pe, hold, waiter, |f, h, ctx| {
-            let (p, n) = match h {
-                Hold::Bytes(_) => h.bytes(),
-                _ => (src, len),
-            };
-            // SAFETY: the source stays readable until completion (held by
-            // the op, or by the caller's contract); the target range was
-            // checked against the segment.
-            unsafe {
-                api::write(
-                    f.ep,
-                    p.cast(),
-                    n,
-                    peer.addr,
-                    peer.base + offset as u64,
-                    peer.key,
-                    ctx,
-                )
-            }
-        })
-    }
-
-    /// `fi_read` of `len` bytes from `pe` at `offset` into `dst`.
-    ///
-    /// # Safety
-    /// `dst..dst+len` stays writable and untouched until completion.
-    unsafe fn read(
-        &self,
-        c: &mut Core,
-        pe: usize,
-        offset: usize,
-        dst: *mut u8,
-        len: usize,
-        waiter: Waiter,
-    ) -> Result<u64> {
-        let peer = c.fab.peers[pe];
-        c.issue("fi_read", pe, Hold::None, waiter, |f, _, ctx| {
-            // SAFETY: per this function's contract; range checked.
-            unsafe {
-                api::read(
-                    f.ep,
-                    dst.cast(),
-                    len,
-                    peer.addr,
-                    peer.base + offset as u64,
-                    peer.key,
-                    ctx,
-                )
-            }
-        })
-    }
-
-    /// An atomic through the provider.
-    fn native_atomic(
-        &self,
-        pe: usize,
-        offset: usize,
-        op: AmoOp,
-        width: AmoWidth,
-        operand: u64,
-        compare: u64,
-    ) -> Result<u64> {
-        let (dt, o, flags) = fi_amo(op, width);
-        let waiter = if op.fetches() {
-            Waiter::Blocking
-        } else {
-            Waiter::Nbi
-        };
-        let ctx = {
-            let mut c = lock(&self.core);
-            self.live(&c)?;
-            let peer = c.fab.peers[pe];
-            let addr = peer.base + offset as u64;
-            let call = match flags {
-                0 => "fi_atomic",
-                FI_FETCH_ATOMIC => "fi_fetch_atomic",
-                _ => "fi_compare_atomic",
-            };
-            c.issue(
-                call,
-                pe,
-                Hold::Amo(AmoSlot::new(operand, compare)),
-                waiter,
-                |f, h, ctx| {
-                    let (a, cmp, res) = h.amo_ptrs();
-                    // SAFETY: the slot lives in the op until completion; the
-                    // word was checked in range and aligned.
-                    unsafe {
-                        match flags {
-                            0 => api::atomic(f.ep, a.cast(), peer.addr, addr, peer.key, dt, o, ctx),
-                            FI_FETCH_ATOMIC => api::fetch_atomic(
-                                f.ep,
-                                a.cast(),
-                                res.cast(),
-                                peer.addr,
-                                addr,
-                                peer.key,
-                                dt,
-                                o,
-                                ctx,
-                            ),
-                            _ => api::compare_atomic(
-                                f.ep,
-                                a.cast(),
-                                cmp.cast(),
-                                res.cast(),
-                                peer.addr,
-                                addr,
-                                peer.key,
-                                dt,
-                                o,
-                                ctx,
-                            ),
-                        }
-                    }
-                },
-            )?
-        };
-        if !op.fetches() {
-            return Ok(0);
-        }
-        let v = self.wait_ctx(ctx, || {
-            format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}")
-        })?;
-        Ok(v & width.mask())
-    }
-
     /// An engine command (AMs; atomics without provider support).
     fn submit(&self, cmd: Command, waiter: Waiter) -> Result<u64> {
         let tag = self.tag();
@@ -555,50 +273,6 @@ impl OfiConduit {
     }
 }
 
-fn progress_thread(
-    core: Arc<Mutex<Core>>,
-    stop: Arc<AtomicBool>,
-    exit_status: Arc<AtomicI64>,
-    boot: Arc<Mutex<Box<dyn Bootstrap>>>,
-) {
-    let mut idle_since = Instant::now();
-    let mut last_check = Instant::now();
-    while !stop.load(Ordering::Acquire) {
-        let worked = match core.try_lock() {
-            Ok(mut c) => c.progress(),
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().progress(),
-            Err(std::sync::TryLockError::WouldBlock) => false,
-        };
-        let status = exit_status.load(Ordering::Acquire);
-        if status != NO_EXIT {
-            // A peer ended the job: let the acknowledgements go, then leave.
-            if let Ok(mut c) = core.try_lock() {
-                c.drain(Duration::from_millis(200));
-            }
-            crate::wait::exit_job(status as i32);
-        }
-        let now = Instant::now();
-        if now.duration_since(last_check) >= Duration::from_millis(20) {
-            last_check = now;
-            let r = boot.try_lock().ok().map(|mut b| b.check());
-            if let Some(Err(e)) = r {
-                lock(&core).fail(e);
-            }
-        }
-        if worked {
-            idle_since = now;
-            continue;
-        }
-        // Poll busily for a moment after work, then ever more lazily.
-        let idle = now.duration_since(idle_since);
-        if idle < Duration::from_micros(200) {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
-    }
-}
-
 impl OfiConduit {
     /// Waits until every RMA, atomic and engine command of the PE is
     /// complete (every context: they share one endpoint and counter).
@@ -652,299 +326,6 @@ impl Segments for OfiConduit {
     fn segment_backing(&self) -> Option<SegmentBacking> {
         let (fd, offset, len) = self.seg.backing();
         Some(SegmentBacking { fd, offset, len })
-    }
-}
-
-/// Every context shares the PE's endpoint and completion counter: contexts
-/// need no state, and `quiet`/`fence` on any context complete the whole PE.
-impl Rma for OfiConduit {
-    fn ctx_create(&self) -> Result<CtxId> {
-        let id = self
-            .last_ctx
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_add(1);
-        if id == 0 {
-            return Err(ConduitError::ContextLimit {
-                max: u32::MAX as usize,
-            });
-        }
-        Ok(CtxId(id))
-    }
-
-    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
-        if ctx == CtxId::DEFAULT {
-            return Err(ConduitError::NoContext { ctx: ctx.0 });
-        }
-        self.quiet_all()
-    }
-
-    fn put(&self, _ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
-        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the destination lies in our segment (checked); copy
-            // tolerates overlap with `src`.
-            unsafe { std::ptr::copy(src.as_ptr(), self.local(offset), src.len()) };
-            return self.live(&lock(&self.core));
-        }
-        if src.is_empty() {
-            return self.live(&lock(&self.core));
-        }
-        if src.len() <= BOUNCE_MAX {
-            let mut c = lock(&self.core);
-            self.live(&c)?;
-            self.write(
-                &mut c,
-                pe,
-                offset,
-                Hold::Bytes(src.to_vec()),
-                std::ptr::null(),
-                src.len(),
-                Waiter::Nbi,
-            )?;
-            return Ok(());
-        }
-        // A long put: issued from the caller's buffer in pieces the
-        // provider takes, then waited for (the source must stay intact).
-        let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
-        let mut ctxs = Vec::new();
-        {
-            let mut c = lock(&self.core);
-            self.live(&c)?;
-            for (k, part) in src.chunks(piece).enumerate() {
-                ctxs.push(self.write(
-                    &mut c,
-                    pe,
-                    offset + k * piece,
-                    Hold::None,
-                    part.as_ptr(),
-                    part.len(),
-                    Waiter::Blocking,
-                )?);
-            }
-        }
-        for ctx in ctxs {
-            self.wait_ctx(ctx, || {
-                format!(
-                    "the provider to send a put of {} bytes to PE {pe}",
-                    src.len()
-                )
-            })?;
-        }
-        Ok(())
-    }
-
-    unsafe fn put_nbi(
-        &self,
-        _ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        src: *const u8,
-        len: usize,
-    ) -> Result<()> {
-        check_range(pe, self.size, offset, len, self.segment_len)?;
-        if pe == self.rank || len == 0 {
-            // SAFETY: the caller guarantees `src` is valid for `len` bytes.
-            let s = unsafe { std::slice::from_raw_parts(src, len) };
-            return self.put(CtxId::DEFAULT, pe, offset, s);
-        }
-        let mut c = lock(&self.core);
-        self.live(&c)?;
-        let piece = c.fab.caps.max_msg.clamp(4096, 1 << 30);
-        let mut at = 0;
-        while at < len {
-            let n = piece.min(len - at);
-            // The caller keeps `src` intact until quiet.
-            self.write(
-                &mut c,
-                pe,
-                offset + at,
-                Hold::None,
-                src.wrapping_add(at),
-                n,
-                Waiter::Nbi,
-            )?;
-            at += n;
-        }
-        Ok(())
-    }
-
-    fn get(&self, _ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the source lies in our segment (checked).
-            unsafe { std::ptr::copy(self.local(offset), dst.as_mut_ptr(), dst.len()) };
-            return self.live(&lock(&self.core));
-        }
-        if dst.is_empty() {
-            return self.live(&lock(&self.core));
-        }
-        let len = dst.len();
-        let p = dst.as_mut_ptr();
-        let mut ctxs = Vec::new();
-        {
-            let mut c = lock(&self.core);
-            self.live(&c)?;
-            let piece = c.fab.caps.max_msg.clamp(4096, 1 << 30);
-            let mut at = 0;
-            while at < len {
-                let n = piece.min(len - at);
-                // SAFETY: `dst` is borrowed mutably for this whole call,
-                // which waits for every piece before it returns.
-                ctxs.push(unsafe {
-                    self.read(
-                        &mut c,
-                        pe,
-                        offset + at,
-                        p.wrapping_add(at),
-                        n,
-                        Waiter::Blocking,
-                    )?
-                });
-                at += n;
-            }
-        }
-        for ctx in ctxs {
-            self.wait_ctx(ctx, || {
-                format!(
-                    "the data of a blocking get of {len} bytes from PE {pe} at offset {offset:#x}"
-                )
-            })?;
-        }
-        Ok(())
-    }
-
-    unsafe fn get_nbi(
-        &self,
-        _ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        dst: *mut u8,
-        len: usize,
-    ) -> Result<()> {
-        check_range(pe, self.size, offset, len, self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the source lies in our segment (checked); the caller
-            // guarantees `dst` is valid for `len` bytes.
-            unsafe { std::ptr::copy(self.local(offset), dst, len) };
-            return self.live(&lock(&self.core));
-        }
-        if len == 0 {
-            return self.live(&lock(&self.core));
-        }
-        let mut c = lock(&self.core);
-        self.live(&c)?;
-        let piece = c.fab.caps.max_msg.clamp(4096, 1 << 30);
-        let mut at = 0;
-        while at < len {
-            let n = piece.min(len - at);
-            // SAFETY: the caller keeps `dst` valid and untouched until quiet.
-            unsafe {
-                self.read(
-                    &mut c,
-                    pe,
-                    offset + at,
-                    dst.wrapping_add(at),
-                    n,
-                    Waiter::Nbi,
-                )?
-            };
-            at += n;
-        }
-        Ok(())
-    }
-
-    fn atomic(
-        &self,
-        _ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        op: AmoOp,
-        width: AmoWidth,
-        operand: u64,
-        compare: u64,
-    ) -> Result<u64> {
-        check_word(pe, self.size, offset, width.bytes(), self.segment_len)?;
-        if self.native_atomics {
-            return self.native_atomic(pe, offset, op, width, operand, compare);
-        }
-        if pe == self.rank {
-            // SAFETY: in range and aligned (checked); the segment is page
-            // aligned.
-            let old = unsafe {
-                crate::cpu_amo::atomic_at(self.local(offset), op, width, operand, compare)
-            };
-            self.live(&lock(&self.core))?;
-            return Ok(old & width.mask());
-        }
-        let cmd = Command::Amo {
-            dst: pe as NodeId,
-            op,
-            width,
-            offset: offset as u64,
-            operand,
-            compare,
-        };
-        if !op.fetches() {
-            self.submit(cmd, Waiter::Nbi)?;
-            return Ok(0);
-        }
-        let tag = self.submit(cmd, Waiter::Blocking)?;
-        let c = self.drive_until(
-            |c| c.engine_done.remove(&tag).transpose(),
-            || format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}"),
-        )?;
-        Ok(c.value)
-    }
-
-    fn put_signal(
-        &self,
-        _ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        src: &[u8],
-        sig_offset: usize,
-        sig_op: SignalOp,
-        sig_value: u64,
-    ) -> Result<()> {
-        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
-        check_word(pe, self.size, sig_offset, 8, self.segment_len)?;
-        let op = match sig_op {
-            SignalOp::Set => AmoOp::Set,
-            SignalOp::Add => AmoOp::Add,
-        };
-        self.put(CtxId::DEFAULT, pe, offset, src)?;
-        if pe == self.rank {
-            std::sync::atomic::fence(Ordering::Release);
-        } else {
-            // The data must be delivered before the signal is.
-            self.quiet_all()?;
-        }
-        self.atomic(
-            CtxId::DEFAULT,
-            pe,
-            sig_offset,
-            op,
-            AmoWidth::W64,
-            sig_value,
-            0,
-        )?;
-        Ok(())
-    }
-
-    fn fence(&self, _ctx: CtxId) -> Result<()> {
-        // One endpoint, no ordering asked of the provider: a fence is a
-        // quiet.
-        self.quiet_all()
-    }
-
-    fn quiet(&self, _ctx: CtxId) -> Result<()> {
-        self.quiet_all()
-    }
-
-    /// Atomics carried as active messages are applied by the target's
-    /// engine with CPU atomics; the provider's own are not.
-    fn cpu_atomics(&self) -> bool {
-        !self.native_atomics
     }
 }
 

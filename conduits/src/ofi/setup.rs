@@ -5,7 +5,7 @@
 use super::MAX_NAME;
 use super::sys::*;
 use crate::error::{ConduitError, Result};
-use crate::{AmoOp, AmoWidth};
+use gasnet_core::{AmoOp, AmoWidth};
 
 /// Providers whose atomics `auto` does not use although `fi_query_atomic`
 /// offers them: with Debian's libfabric 1.17, shm's gave wrong values in

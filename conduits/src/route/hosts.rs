@@ -16,8 +16,8 @@
 use crate::bootstrap::Bootstrap;
 use crate::error::{ConduitError, Result};
 
-/// Longest host key, in bytes.
-pub const MAX_KEY: usize = 512;
+/// Longest host key, in bytes (the `FSHMEM_HOST_KEY` row checks it too).
+pub const MAX_KEY: usize = crate::config::MAX_HOST_KEY;
 
 /// Which host each PE of a job runs on.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -157,7 +157,7 @@ impl Region {
     }
 
     /// Maps `len` bytes of `file` shared, read-write, at a multiple of
-    /// `align` (a power of two; segments use [`crate::SEGMENT_ALIGN`]).
+    /// `align` (a power of two; segments use [`crate::aligned::SEGMENT_ALIGN`]).
     pub(crate) fn map_aligned(
         file: &File,
         len: usize,

@@ -12,7 +12,7 @@ fn job(rank: usize, size: usize, id: &str) -> JobEnv {
         rank,
         size,
         job_id: id.to_string(),
-        conduit: crate::ConduitKind::Smp,
+        conduit: crate::kinds::ConduitKind::Smp,
     }
 }
 

@@ -61,13 +61,13 @@
 //! # Ok::<(), shmem::ShmemError>(())
 //! ```
 
-mod agree;
-mod engine;
-pub mod ops;
+pub use crate::collective::TREE_RADIX;
+/// The reduction operators and the types they apply to.
+pub use crate::collective::ops;
 
-pub(crate) use agree::Args;
-pub(crate) use engine::Coll;
-pub use engine::TREE_RADIX;
+// The engine's types, where the C ABI finds them.
+use crate::collective;
+pub(crate) use crate::collective::{Args, Coll};
 
 use crate::config::{AlltoallAlgo, BarrierAlgo, BcastAlgo, FcollectAlgo, ReduceAlgo};
 use crate::error::{Result, ShmemError};
@@ -129,7 +129,7 @@ impl Team<'_> {
 
     /// The algorithm [`Team::sync`] and [`Team::barrier`] use on this team.
     pub fn barrier_algorithm(&self) -> BarrierAlgo {
-        engine::choose_barrier(&self.rt.config().coll, self.n_pes())
+        collective::choose_barrier(&self.rt.config().coll, self.n_pes())
     }
 
     /// The algorithm [`Team::broadcast`] uses for `nbytes` bytes.
@@ -140,23 +140,23 @@ impl Team<'_> {
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn broadcast_algorithm(&self, nbytes: usize) -> BcastAlgo {
-        engine::choose_bcast(&self.rt.config().coll, self.n_pes(), nbytes)
+        collective::choose_bcast(&self.rt.config().coll, self.n_pes(), nbytes)
     }
 
     /// The algorithm reductions of `nbytes` bytes use on this team.
     pub fn reduce_algorithm(&self, nbytes: usize) -> ReduceAlgo {
-        engine::choose_reduce(&self.rt.config().coll, self.n_pes(), nbytes)
+        collective::choose_reduce(&self.rt.config().coll, self.n_pes(), nbytes)
     }
 
     /// The algorithm fcollect and collect use for a result of `total`
     /// bytes (after the power-of-two fallback).
     pub fn fcollect_algorithm(&self, total: usize) -> FcollectAlgo {
-        engine::choose_fcollect(&self.rt.config().coll, self.n_pes(), total)
+        collective::choose_fcollect(&self.rt.config().coll, self.n_pes(), total)
     }
 
     /// The algorithm alltoall and alltoalls use for blocks of `block` bytes.
     pub fn alltoall_algorithm(&self, block: usize) -> AlltoallAlgo {
-        engine::choose_alltoall(&self.rt.config().coll, block)
+        collective::choose_alltoall(&self.rt.config().coll, block)
     }
 
     /// `shmem_team_sync`: returns once every PE of the team has called it.

@@ -30,8 +30,8 @@ use crate::config::{
 };
 use crate::error::{Result, ShmemError};
 use crate::pod::{Pod, bytes_of};
+use crate::pool::{CELL, CollState, TeamState, aux_offset, record_offset, scratch_offset};
 use crate::runtime::Runtime;
-use crate::team::{CELL, CollState, TeamState, aux_offset, record_offset, scratch_offset};
 use conduits::prelude::*;
 use conduits::{AmoOp, AmoWidth, ConduitError, SignalOp};
 use std::sync::MutexGuard;

@@ -42,20 +42,22 @@
 //! Conduits hand out zero-filled segments; the counters start at zero.
 
 use crate::alloc::HeapAllocator;
-use crate::coll::Coll;
+use crate::config::ThreadLevel;
 use crate::config::{Config, LIBRARY_VERSION, OPENSHMEM_VERSION};
-use crate::ctx::ThreadLevel;
-use crate::error::{Result, ShmemError, call_code, call_name};
-use crate::pod::bytes_of_mut;
+use crate::error::{Result, ShmemError};
+use crate::pool::{TeamConfig, TeamPool, TeamState};
 use crate::static_data::{self, StaticData};
-use crate::team::{TeamConfig, TeamPool, TeamState};
 use conduits::prelude::*;
 use conduits::wait::Backoff;
-use conduits::{AmoOp, AmoWidth, AnyConduit, ConduitError, JobEnv, SegmentRequest};
+use conduits::{AmoWidth, AnyConduit, ConduitError, JobEnv, SegmentRequest};
 use gasnet_core::config::format_size;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+mod global;
+
+pub(crate) use global::{finish, with_runtime};
 
 /// Offsets of the runtime-internal region of the segment.
 pub mod layout {
@@ -141,17 +143,6 @@ pub struct Runtime {
     pub(crate) active_sets: (usize, usize),
 }
 
-const UNINIT: u8 = 0;
-const STARTING: u8 = 1;
-const RUNNING: u8 = 2;
-const FINALIZED: u8 = 3;
-
-static STATE: AtomicU8 = AtomicU8::new(UNINIT);
-static GLOBAL: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
-static USERS: AtomicUsize = AtomicUsize::new(0);
-/// Collective allocation steps this process took ([`Runtime::collective_begin`]).
-static ALLOC_STEP: AtomicU64 = AtomicU64::new(0);
-
 /// Exit status of a process that exits (with status 0) while the runtime
 /// is initialized and not finalized.
 pub const NOT_FINALIZED_STATUS: i32 = 1;
@@ -160,88 +151,7 @@ pub const NOT_FINALIZED_STATUS: i32 = 1;
 /// `FSHMEM_WAIT_TIMEOUT`.
 pub const WAIT_TIMEOUT_STATUS: i32 = 124;
 
-/// Proof of [`Runtime::collective_begin`], consumed by
-/// [`Runtime::collective_end`] after the step's barrier.
-#[must_use]
-pub(crate) struct CollectiveStep {
-    step: u64,
-}
-
-/// Runs at process exit (glibc `on_exit`, which passes the status): a
-/// process leaving with status 0 while the runtime runs did not finalize.
-/// That is a failure of the job, not a success: say so and exit non-zero,
-/// so that the launcher stops the other PEs (which would otherwise wait for
-/// this one) and the job's status shows it.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
-    if status != 0 || STATE.load(Ordering::Acquire) != RUNNING || conduits::wait::job_exiting() {
-        return;
-    }
-    let p = GLOBAL.load(Ordering::SeqCst);
-    let pe = if p.is_null() {
-        "?".to_string()
-    } else {
-        // SAFETY: GLOBAL is non-null only while the runtime is alive; the
-        // process is exiting, nothing frees it any more.
-        unsafe { (*p).me.to_string() }
-    };
-    conduits::report!(
-        "PE {pe}: exited without calling shmem_finalize; ending the job with status {NOT_FINALIZED_STATUS}"
-    );
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    // SAFETY: _exit ends the process at once; calling it from an exit
-    // handler is allowed (unlike exit).
-    unsafe { libc::_exit(NOT_FINALIZED_STATUS) }
-}
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn install_exit_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    unsafe extern "C" {
-        fn on_exit(
-            f: extern "C" fn(libc::c_int, *mut libc::c_void),
-            arg: *mut libc::c_void,
-        ) -> libc::c_int;
-    }
-    // SAFETY: registers a handler with glibc; the handler touches only
-    // statics and the leaked runtime.
-    ONCE.call_once(|| unsafe {
-        on_exit(exit_hook, std::ptr::null_mut());
-    });
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn install_exit_hook() {}
-
 impl Runtime {
-    /// Starts the runtime: reads the configuration and the job, attaches
-    /// the conduit, and publishes the state. Errors if already running.
-    pub(crate) fn start(
-        config: Config,
-        thread_level: ThreadLevel,
-        opts: StartOptions,
-    ) -> Result<*mut Runtime> {
-        match STATE.compare_exchange(UNINIT, STARTING, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => {}
-            Err(FINALIZED) => return Err(ShmemError::Finalized),
-            Err(_) => return Err(ShmemError::AlreadyInitialized),
-        }
-        match Self::build(config, thread_level, opts) {
-            Ok(rt) => {
-                let p = Box::into_raw(Box::new(rt));
-                GLOBAL.store(p, Ordering::SeqCst);
-                STATE.store(RUNNING, Ordering::Release);
-                install_exit_hook();
-                Ok(p)
-            }
-            Err(e) => {
-                STATE.store(UNINIT, Ordering::Release);
-                Err(e)
-            }
-        }
-    }
-
     fn build(config: Config, thread_level: ThreadLevel, opts: StartOptions) -> Result<Runtime> {
         let boot = |e: ConduitError| ShmemError::conduit(0, "shmem_init", e);
         let mut job = JobEnv::from_env().map_err(boot)?;
@@ -537,139 +447,6 @@ impl Runtime {
         }
     }
 
-    /// Allocates `bytes` bytes aligned to `align` on the heap of every PE
-    /// (collective: the allocation check with `SHMEM_DEBUG`, then a
-    /// barrier); zeroes them if `zero`. Returns the segment offset.
-    pub(crate) fn alloc_bytes(
-        &self,
-        call: &'static str,
-        bytes: usize,
-        align: usize,
-        zero: bool,
-        what: &str,
-    ) -> Result<usize> {
-        let alloc = self
-            .heap()
-            .alloc(bytes, align)
-            .map_err(|source| ShmemError::Alloc {
-                pe: self.me,
-                call,
-                source,
-            });
-        let step = match self.collective_begin(call, bytes as u64, align as u64) {
-            Ok(s) => s,
-            Err(e) => {
-                if let Ok(off) = alloc {
-                    let _ = self.heap().free(off);
-                }
-                return Err(e);
-            }
-        };
-        let heap_off = match alloc {
-            Ok(off) => off,
-            Err(e) => {
-                // Still collective: the other PEs may have succeeded (with
-                // another size), and wait in the barrier.
-                self.barrier_all(call)?;
-                self.collective_end(call, step)?;
-                return Err(e);
-            }
-        };
-        let off = layout::HEAP + heap_off;
-        if zero {
-            // SAFETY: the block `off..off+bytes` lies in this PE's heap and
-            // was just allocated; no other PE writes it before the barrier
-            // below, which every PE passes only after allocating it.
-            unsafe { std::ptr::write_bytes(self.local_addr(off), 0, bytes) };
-        }
-        if self.config.debug {
-            conduits::report!(
-                "PE {}: {call}: {what} ({bytes} bytes, align {align}) at heap offset {heap_off:#x}",
-                self.me
-            );
-        }
-        // Every PE passes the final barrier, also when the debug check fails
-        // on some of them.
-        let checked = self.check_collective(call, [call_code(call), bytes as u64, heap_off as u64]);
-        let barrier = self.barrier_all(call);
-        let same = barrier.and_then(|()| self.collective_end(call, step));
-        match same.and(checked) {
-            Ok(()) => Ok(off),
-            Err(e) => {
-                let _ = self.heap().free(heap_off);
-                Err(e)
-            }
-        }
-    }
-
-    /// Frees the heap block at segment offset `off` of `bytes` bytes
-    /// (collective: a barrier first, then the `SHMEM_DEBUG` check).
-    pub(crate) fn free_bytes(&self, call: &'static str, off: usize, bytes: usize) -> Result<()> {
-        let heap_off = off.wrapping_sub(layout::HEAP);
-        let step = self.collective_begin(call, bytes as u64, heap_off as u64)?;
-        self.barrier_all(call)?;
-        self.collective_end(call, step)?;
-        self.check_collective(call, [call_code(call), bytes as u64, heap_off as u64])?;
-        self.heap()
-            .free(heap_off)
-            .map_err(|source| ShmemError::Alloc {
-                pe: self.me,
-                call,
-                source,
-            })?;
-        if self.config.debug {
-            conduits::report!("PE {}: {call}: heap offset {heap_off:#x}", self.me);
-        }
-        Ok(())
-    }
-
-    /// Resizes the heap block at segment offset `off` (`old_bytes` long) to
-    /// `bytes`, keeping `align`: a barrier, the resize (moving and copying
-    /// when it cannot grow in place), the `SHMEM_DEBUG` check and a
-    /// barrier. Returns the new segment offset; on error nothing changed.
-    pub(crate) fn realloc_bytes(
-        &self,
-        call: &'static str,
-        off: usize,
-        old_bytes: usize,
-        bytes: usize,
-        align: usize,
-    ) -> Result<usize> {
-        let heap_off = off.wrapping_sub(layout::HEAP);
-        let step = self.collective_begin(call, bytes as u64, heap_off as u64)?;
-        self.barrier_all(call)?;
-        self.collective_end(call, step)?;
-        let r = self
-            .heap()
-            .realloc(heap_off, bytes, align)
-            .map_err(|source| ShmemError::Alloc {
-                pe: self.me,
-                call,
-                source,
-            })?;
-        let new_off = layout::HEAP + r.offset;
-        if r.moved {
-            let keep = old_bytes.min(bytes);
-            // SAFETY: both blocks lie in this PE's heap and are disjoint (the
-            // new block was allocated while the old one was live); the old
-            // one is free now but untouched until the next allocation, and
-            // no other PE writes either block until the barrier below.
-            unsafe {
-                std::ptr::copy_nonoverlapping(self.local_addr(off), self.local_addr(new_off), keep)
-            };
-        }
-        if self.config.debug {
-            conduits::report!(
-                "PE {}: {call}: {old_bytes} -> {bytes} bytes, heap offset {heap_off:#x} -> {:#x}",
-                self.me,
-                r.offset
-            );
-        }
-        let checked = self.check_collective(call, [call_code(call), bytes as u64, r.offset as u64]);
-        self.barrier_all(call)?;
-        checked.map(|()| new_off)
-    }
-
     /// Waits until every operation this PE issued is complete.
     #[inline]
     pub(crate) fn quiet(&self, call: &'static str) -> Result<()> {
@@ -684,18 +461,6 @@ impl Runtime {
         self.conduit
             .fence(CtxId::DEFAULT)
             .map_err(|e| self.err(call, e))
-    }
-
-    /// `shmem_barrier_all`: quiet, then [`Runtime::sync_all`].
-    pub(crate) fn barrier_all(&self, call: &'static str) -> Result<()> {
-        self.quiet(call)?;
-        self.sync_all(call)
-    }
-
-    /// `shmem_sync_all`: the world team's sync (dissemination or tree
-    /// barrier on its pool slot, see [`crate::coll`]).
-    pub(crate) fn sync_all(&self, call: &'static str) -> Result<()> {
-        Coll::new(self, &self.pool.world, call)?.sync()
     }
 
     /// Loads the `width`-wide word at segment offset `off` of this PE with
@@ -750,221 +515,13 @@ impl Runtime {
         }
     }
 
-    /// The always-on check that a collective allocation step (`call` with
-    /// `bytes`, and `extra`: the alignment, or the offset freed or resized)
-    /// is the same on every PE; before the step's barrier. Each PE records
-    /// its request locally and compare-and-swaps a tag of it into PE 0's
-    /// word for this step: the first tag stays, a PE whose tag differs
-    /// raises PE 0's report word. After the barrier
-    /// ([`Runtime::collective_end`]) every PE reads the report word, so all
-    /// of them see a mismatch. Costs two small atomics on PE 0 per step.
-    ///
-    /// Three step slots rotate: PE 0 clears slot `k+1` at step `k`, which
-    /// every PE finished reading before it reached the barrier of step
-    /// `k-1`, and which no PE uses before the barrier of step `k`.
-    pub(crate) fn collective_begin(
-        &self,
-        call: &'static str,
-        bytes: u64,
-        extra: u64,
-    ) -> Result<CollectiveStep> {
-        let step = ALLOC_STEP.fetch_add(1, Ordering::Relaxed);
-        if self.n == 1 {
-            return Ok(CollectiveStep { step });
-        }
-        let slot = (step % 3) as usize;
-        let code = call_code(call);
-        let rec = self.local_addr(alloc_record(slot)).cast::<u64>();
-        for (i, w) in [code, bytes, step, extra].into_iter().enumerate() {
-            // SAFETY: the record lies in this PE's runtime region, 8-byte
-            // aligned; peers read it only after the step's barrier, and it
-            // is rewritten three steps later.
-            unsafe { rec.add(i).write_volatile(w) };
-        }
-        if self.me == 0 {
-            let next = ((step + 1) % 3) as usize;
-            for off in [alloc_tag(next), alloc_report(next)] {
-                // SAFETY: an 8-byte aligned word of this PE's runtime region,
-                // only accessed atomically.
-                unsafe { AtomicU64::from_ptr(self.local_addr(off).cast()) }
-                    .store(0, Ordering::Release);
-            }
-        }
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
-        for w in [code, bytes, step, extra] {
-            h = (h ^ w).wrapping_mul(0x0100_0000_01b3);
-            h ^= h >> 29;
-        }
-        let tag = (h << 16) | (1 << 16) | ((self.me as u64 + 1) & 0xffff);
-        let amo = |off, op, operand, compare| {
-            self.conduit
-                .atomic(CtxId::DEFAULT, 0, off, op, AmoWidth::W64, operand, compare)
-                .map_err(|e| self.err(call, e))
-        };
-        let old = amo(alloc_tag(slot), AmoOp::CompareSwap, tag, 0)?;
-        if old != 0 && old >> 16 != tag >> 16 {
-            let report = (old & 0xffff) << 16 | ((self.me as u64 + 1) & 0xffff);
-            amo(alloc_report(slot), AmoOp::CompareSwap, report, 0)?;
-        }
-        Ok(CollectiveStep { step })
-    }
-
-    /// The second half of [`Runtime::collective_begin`], after the step's
-    /// barrier: [`ShmemError::NotSymmetric`] on every PE if any PE's
-    /// request differed.
-    pub(crate) fn collective_end(&self, call: &'static str, s: CollectiveStep) -> Result<()> {
-        if self.n == 1 {
-            return Ok(());
-        }
-        let slot = (s.step % 3) as usize;
-        let report = self
-            .conduit
-            .atomic(
-                CtxId::DEFAULT,
-                0,
-                alloc_report(slot),
-                AmoOp::Fetch,
-                AmoWidth::W64,
-                0,
-                0,
-            )
-            .map_err(|e| self.err(call, e))?;
-        if report == 0 {
-            return Ok(());
-        }
-        let pe_of = |bits: u64| ((bits & 0xffff) as usize).wrapping_sub(1) % self.n;
-        let (first, other) = (pe_of(report >> 16), pe_of(report));
-        let mut recs = [[0u64; 4]; 2];
-        for (pe, r) in [first, other].into_iter().zip(recs.iter_mut()) {
-            self.conduit
-                .get(
-                    CtxId::DEFAULT,
-                    pe,
-                    alloc_record(slot),
-                    crate::pod::bytes_of_mut(&mut r[..]),
-                )
-                .map_err(|e| self.err(call, e))?;
-        }
-        Err(ShmemError::NotSymmetric {
-            pe: self.me,
-            call,
-            step: s.step,
-            first_pe: first,
-            first_call: call_name(recs[0][0]),
-            first_bytes: recs[0][1],
-            other_pe: other,
-            other_call: call_name(recs[1][0]),
-            other_bytes: recs[1][1],
-        })
-    }
-
-    /// With `SHMEM_DEBUG`: checks that this PE's allocation call `what`
-    /// (call code, bytes, heap offset) matches PE 0's, i.e. that every PE
-    /// made the same collective call. Two extra barriers; `SHMEM_DEBUG` must
-    /// be set alike on every PE.
-    pub(crate) fn check_collective(&self, call: &'static str, what: [u64; 3]) -> Result<()> {
-        if !self.config.debug {
-            return Ok(());
-        }
-        let base = self.local_addr(layout::COLLECTIVE_CHECK).cast::<u64>();
-        for (i, w) in what.iter().enumerate() {
-            // SAFETY: the check words lie in this PE's runtime region,
-            // 8-byte aligned; peers only read them between the two barriers.
-            unsafe { base.add(i).write_volatile(*w) };
-        }
-        self.sync_all(call)?;
-        let mut pe0 = [0u64; 3];
-        self.conduit
-            .get(
-                CtxId::DEFAULT,
-                0,
-                layout::COLLECTIVE_CHECK,
-                bytes_of_mut(&mut pe0),
-            )
-            .map_err(|e| self.err(call, e))?;
-        self.sync_all(call)?;
-        if pe0 == what {
-            Ok(())
-        } else {
-            Err(ShmemError::NotCollective {
-                pe: self.me,
-                call,
-                mine: what,
-                pe0,
-            })
-        }
-    }
-
-    /// Finalizes: quiet, barrier, then the conduit leaves the job (its own
-    /// collective, so no PE detaches while a peer still reaches its
+    /// Finalizes: quiet, then the conduit leaves the job (a barrier of the
+    /// conduit's, so no PE detaches while a peer still reaches its
     /// segment).
     fn finalize(&self) -> Result<()> {
-        self.barrier_all("shmem_finalize")?;
+        self.quiet("shmem_finalize")?;
         self.conduit
             .finalize()
             .map_err(|e| self.err("shmem_finalize", e))
     }
-}
-
-/// Offset of PE 0's tag word for collective allocation slot `slot`.
-const fn alloc_tag(slot: usize) -> usize {
-    layout::ALLOC_CHECK + 8 * slot
-}
-
-/// Offset of PE 0's report word for slot `slot`.
-const fn alloc_report(slot: usize) -> usize {
-    layout::ALLOC_CHECK + 24 + 8 * slot
-}
-
-/// Offset of every PE's record for slot `slot` (four words).
-const fn alloc_record(slot: usize) -> usize {
-    layout::ALLOC_CHECK + 64 + 32 * slot
-}
-
-/// Finalizes the runtime owned by a handle: unpublishes it, waits for
-/// running free-function calls to leave, finalizes and frees it.
-///
-/// # Safety
-/// `rt` must come from [`Runtime::start`] and not have been passed here
-/// before; no reference derived from it may outlive this call.
-pub(crate) unsafe fn finish(rt: *mut Runtime) -> Result<()> {
-    // SAFETY: `rt` is live until the Box is rebuilt below (caller contract).
-    let r = unsafe { &*rt };
-    let res = r.finalize();
-    if r.config.debug {
-        conduits::report!("PE {}: shmem_finalize: done", r.me);
-    }
-    GLOBAL.store(std::ptr::null_mut(), Ordering::SeqCst);
-    let mut backoff = Backoff::new();
-    while USERS.load(Ordering::SeqCst) != 0 {
-        backoff.snooze();
-    }
-    STATE.store(FINALIZED, Ordering::Release);
-    // SAFETY: `rt` came from `Box::into_raw` in `start`; it is no longer
-    // published and no free-function call holds it (USERS is zero after
-    // GLOBAL was cleared), and the handle that owned it is being consumed.
-    drop(unsafe { Box::from_raw(rt) });
-    res
-}
-
-/// Runs `f` on the global runtime, or errors when none is running. The
-/// runtime cannot be finalized while `f` runs.
-pub(crate) fn with_runtime<R>(call: &'static str, f: impl FnOnce(&Runtime) -> R) -> Result<R> {
-    struct Leave;
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            USERS.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-    USERS.fetch_add(1, Ordering::SeqCst);
-    let _leave = Leave;
-    let p = GLOBAL.load(Ordering::SeqCst);
-    if p.is_null() {
-        return Err(ShmemError::NotInitialized { call });
-    }
-    // SAFETY: `p` is published only while the runtime is alive, and
-    // `finish` waits for USERS to drop to zero after unpublishing it before
-    // freeing it; our increment happened before the load (both SeqCst), so
-    // `finish` waits for us.
-    Ok(f(unsafe { &*p }))
 }

@@ -171,8 +171,8 @@ pub(crate) const RECORD_LEN: usize = 8 + 32 + NAME_LEN;
 /// Bytes of one encoded [`Summary`]: two fit behind the counter in a
 /// sender's cache-line cell (`team::CELL`).
 pub(crate) const SUMMARY_LEN: usize = 24;
-const _: () = assert!(8 + 2 * SUMMARY_LEN <= crate::team::CELL);
-const _: () = assert!(RECORD_LEN <= crate::team::RECORD_AREA);
+const _: () = assert!(8 + 2 * SUMMARY_LEN <= crate::pool::CELL);
+const _: () = assert!(RECORD_LEN <= crate::pool::RECORD_AREA);
 
 /// One PE's call: its team rank, the routine's name and its arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

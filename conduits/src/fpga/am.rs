@@ -1,0 +1,190 @@
+//! Active messages on a board: AM descriptors out (payloads staged),
+//! receive-queue entries in, handlers run from `poll`, replies as AM reply
+//! descriptors.
+
+use super::*;
+
+/// One received active message, copied out of the receive queue.
+#[derive(Debug)]
+pub(super) struct RxMsg {
+    pub(super) entry: RxEntry,
+    pub(super) payload: Vec<u8>,
+}
+
+/// Sends a handler's reply as an AM reply descriptor.
+pub(super) struct Replier<'a> {
+    c: &'a FpgaConduit,
+}
+
+impl ReplySink for Replier<'_> {
+    fn send_reply(
+        &mut self,
+        dst: NodeId,
+        category: Category,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        offset: u64,
+    ) -> std::result::Result<(), AmError> {
+        self.c
+            .send_am(
+                dst as usize,
+                Direction::Reply,
+                category,
+                handler,
+                args,
+                payload,
+                offset,
+            )
+            .map_err(|e| AmError::Transport(e.to_string()))
+    }
+}
+
+impl FpgaConduit {
+    /// Sends an AM descriptor (request or reply); payload staged.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn send_am(
+        &self,
+        pe: usize,
+        direction: Direction,
+        category: Category,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        offset: u64,
+    ) -> Result<()> {
+        gasnet_core::am::check_shape(category, args.len(), payload.len())?;
+        if handler == 0 || engine_owned(handler) {
+            return Err(AmError::ReservedIndex(handler).into());
+        }
+        let args = Args::new(args).map_err(|_| AmError::TooManyArgs(args.len()))?;
+        let mut h = self.lock();
+        let tag = Self::fresh_tag(&mut h);
+        let body = match category {
+            Category::Short => AmBody::Short,
+            _ => {
+                let (id, st) = self.stage(&mut h, payload.len())?;
+                // SAFETY: the staging slice is ours until this AM completes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(payload.as_ptr(), self.win(st), payload.len())
+                };
+                h.expect(CtxId::DEFAULT, tag, Waiter::Free(id));
+                let local = Local::Segment(st);
+                let len = payload.len() as u32;
+                if category == Category::Long {
+                    AmBody::Long {
+                        local,
+                        len,
+                        remote: offset,
+                    }
+                } else {
+                    AmBody::Medium { local, len }
+                }
+            }
+        };
+        let d = Descriptor::Am {
+            common: Self::common(tag, category != Category::Short),
+            target: pe as NodeId,
+            direction,
+            handler,
+            args,
+            body,
+        };
+        self.submit(&mut h, &d)
+    }
+
+    /// Copies every receive entry into the software queue and frees it.
+    pub(super) fn drain_rq(&self) {
+        let mut got = Vec::new();
+        {
+            let mut h = self.lock();
+            while let Some((_, r)) = h.rings.peek_rq(&self.board.bar0) {
+                if let Ok(e) = r {
+                    let mut payload = vec![0u8; e.len as usize];
+                    let from = match e.category {
+                        Category::Short => None,
+                        // Medium: a BAR2 offset; Long: a segment offset
+                        // (the same thing, SEG_BASE being 0).
+                        _ => Some(e.addr),
+                    };
+                    if let Some(from) = from {
+                        if from
+                            .checked_add(e.len as u64)
+                            .is_some_and(|end| end <= self.layout.window)
+                        {
+                            // SAFETY: the range lies in the window (checked);
+                            // the bounce buffer is ours until free_rq.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    self.win(from),
+                                    payload.as_mut_ptr(),
+                                    payload.len(),
+                                )
+                            };
+                        }
+                    }
+                    got.push(RxMsg { entry: e, payload });
+                }
+                h.rings.free_rq(&self.board.bar0);
+            }
+        }
+        if !got.is_empty() {
+            self.rx
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(got);
+        }
+    }
+
+    /// Runs queued handlers (not re-entrantly).
+    pub(super) fn dispatch(&self) {
+        if self
+            .dispatching
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        loop {
+            let m = self
+                .rx
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop_front();
+            let Some(m) = m else { break };
+            let e = &m.entry;
+            let f = self
+                .handlers
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(e.handler)
+                .cloned();
+            let Some(f) = f else {
+                crate::report!(
+                    "fshmem: PE {}: active message from PE {} names handler {} with no handler registered",
+                    self.rank,
+                    e.src,
+                    e.handler
+                );
+                continue;
+            };
+            let msg = AmMessage {
+                src: e.src,
+                category: e.category,
+                direction: e.direction,
+                handler: e.handler,
+                args: e.args.as_slice(),
+                payload: &m.payload,
+                offset: if e.category == Category::Long {
+                    e.addr
+                } else {
+                    0
+                },
+            };
+            let mut sink = Replier { c: self };
+            let mut token = Token::new(e.src, e.direction, &mut sink);
+            f(&mut token, &msg);
+        }
+        self.dispatching.store(false, Ordering::Release);
+    }
+}

@@ -1,0 +1,255 @@
+//! One-sided operations of the ipv6 conduit: engine commands per context
+//! (`quiet` per context), operations on this PE's own segment done
+//! directly.
+
+use super::*;
+
+impl Rma for Ipv6Conduit {
+    fn ctx_create(&self) -> Result<CtxId> {
+        for (i, c) in self.shared.ctxs.iter().enumerate().skip(1) {
+            if c.live
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Ok(CtxId(i as u32));
+            }
+        }
+        Err(ConduitError::ContextLimit { max: MAX_CONTEXTS })
+    }
+
+    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+        if ctx == CtxId::DEFAULT {
+            return Err(ConduitError::NoContext { ctx: ctx.0 });
+        }
+        let r = self.quiet(ctx);
+        self.ctx(ctx)?.live.store(false, Ordering::Release);
+        r
+    }
+
+    fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the destination lies in our segment (checked); copy
+            // tolerates overlap with `src`.
+            unsafe { std::ptr::copy(src.as_ptr(), self.local(offset), src.len()) };
+            return self.check_failed();
+        }
+        if src.is_empty() {
+            return self.check_failed();
+        }
+        for (k, part) in src.chunks(CHUNK).enumerate() {
+            let cmd = Command::Put {
+                dst: pe as NodeId,
+                offset: (offset + k * CHUNK) as u64,
+                source: PutSource::Bytes(part.to_vec()),
+            };
+            self.submit(ctx, cmd, Want::Nbi)?;
+        }
+        Ok(())
+    }
+
+    unsafe fn put_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller guarantees `src` is valid for `len` bytes; the
+        // bytes are copied before this returns.
+        let s = unsafe { std::slice::from_raw_parts(src, len) };
+        self.put(ctx, pe, offset, s)
+    }
+
+    fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the source lies in our segment (checked).
+            unsafe { std::ptr::copy(self.local(offset), dst.as_mut_ptr(), dst.len()) };
+            return self.check_failed();
+        }
+        if dst.is_empty() {
+            return self.check_failed();
+        }
+        if let Some(at) = self.in_segment(dst.as_ptr(), dst.len()) {
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: offset as u64,
+                len: dst.len() as u64,
+                into: GetInto::Segment(at),
+            };
+            let tag = self.submit(ctx, cmd, Want::Value)?;
+            return self
+                .wait_value(tag, || {
+                    format!(
+                        "the data of a blocking get of {} bytes from PE {pe} at offset {offset:#x}",
+                        dst.len()
+                    )
+                })
+                .map(|_| ());
+        }
+        let mut tags = Vec::with_capacity(dst.len().div_ceil(CHUNK));
+        for (k, part) in dst.chunks(CHUNK).enumerate() {
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: (offset + k * CHUNK) as u64,
+                len: part.len() as u64,
+                into: GetInto::Buffer,
+            };
+            tags.push(self.submit(ctx, cmd, Want::Value)?);
+        }
+        for (tag, part) in tags.into_iter().zip(dst.chunks_mut(CHUNK)) {
+            let c = self.wait_value(tag, || {
+                format!("the data of a blocking get from PE {pe} at offset {offset:#x}")
+            })?;
+            part.copy_from_slice(&c.data[..part.len()]);
+        }
+        Ok(())
+    }
+
+    unsafe fn get_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, len, self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the source lies in our segment (checked); the caller
+            // guarantees `dst` is valid for `len` bytes.
+            unsafe { std::ptr::copy(self.local(offset), dst, len) };
+            return self.check_failed();
+        }
+        if len == 0 {
+            return self.check_failed();
+        }
+        if let Some(at) = self.in_segment(dst, len) {
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: offset as u64,
+                len: len as u64,
+                into: GetInto::Segment(at),
+            };
+            return self.submit(ctx, cmd, Want::Nbi).map(|_| ());
+        }
+        let mut at = 0;
+        while at < len {
+            let n = CHUNK.min(len - at);
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: (offset + at) as u64,
+                len: n as u64,
+                into: GetInto::Buffer,
+            };
+            let want = Want::NbiGet {
+                dst: SendPtr(dst.wrapping_add(at)),
+                len: n,
+            };
+            self.submit(ctx, cmd, want)?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    fn atomic(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        op: AmoOp,
+        width: AmoWidth,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64> {
+        check_word(pe, self.size, offset, width.bytes(), self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: in range and aligned (checked); the segment is page
+            // aligned.
+            let old = unsafe {
+                crate::cpu_amo::atomic_at(self.local(offset), op, width, operand, compare)
+            };
+            self.check_failed()?;
+            return Ok(old & width.mask());
+        }
+        let cmd = Command::Amo {
+            dst: pe as NodeId,
+            op,
+            width,
+            offset: offset as u64,
+            operand,
+            compare,
+        };
+        if !op.fetches() {
+            self.submit(ctx, cmd, Want::Nbi)?;
+            return Ok(0);
+        }
+        let tag = self.submit(ctx, cmd, Want::Value)?;
+        Ok(self
+            .wait_value(tag, || {
+                format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}")
+            })?
+            .value)
+    }
+
+    fn put_signal(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: &[u8],
+        sig_offset: usize,
+        sig_op: SignalOp,
+        sig_value: u64,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
+        check_word(pe, self.size, sig_offset, 8, self.segment_len)?;
+        let op = match sig_op {
+            SignalOp::Set => AmoOp::Set,
+            SignalOp::Add => AmoOp::Add,
+        };
+        if pe == self.rank {
+            self.put(ctx, pe, offset, src)?;
+            std::sync::atomic::fence(Ordering::Release);
+            self.atomic(ctx, pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
+            return Ok(());
+        }
+        // Issued in order to one target and delivered in order: the data is
+        // applied before the signal.
+        self.put(ctx, pe, offset, src)?;
+        self.atomic(ctx, pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
+        Ok(())
+    }
+
+    fn fence(&self, ctx: CtxId) -> Result<()> {
+        self.ctx(ctx)?;
+        self.check_failed()
+    }
+
+    fn quiet(&self, ctx: CtxId) -> Result<()> {
+        let c = self.ctx(ctx)?;
+        let target = c.issued.load(Ordering::Acquire);
+        self.drive_until(
+            || c.completed.load(Ordering::Acquire) >= target,
+            || {
+                let done = c.completed.load(Ordering::Acquire);
+                format!(
+                    "{} of its operations on {ctx} to complete in quiet (acknowledged by their targets)",
+                    target.saturating_sub(done)
+                )
+            },
+        )?;
+        match c.nbi_error.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The progress engine applies remote atomics as CPU atomics on the
+    /// mapped segment (`SegMemory`), as does a local atomic.
+    fn cpu_atomics(&self) -> bool {
+        true
+    }
+}

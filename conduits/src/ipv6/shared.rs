@@ -1,0 +1,211 @@
+//! What the application threads and the progress thread share outside the
+//! core's lock: completions posted by tag, the per-context counters, the
+//! failure and exit flags, and how a waiting application thread drives the
+//! core itself.
+
+use super::*;
+
+/// What the application waits for on a command.
+pub(crate) enum Want {
+    /// The completion itself (blocking get, fetching atomic).
+    Value,
+    /// Nothing but its error, reported at quiet.
+    Nbi,
+    /// A non-blocking get: copy the data to `dst` at completion.
+    NbiGet { dst: SendPtr, len: usize },
+}
+
+/// A result posted to a waiting application thread.
+pub(crate) enum Outcome {
+    Done(Completion, Option<ConduitError>),
+    Flushed,
+}
+
+/// State shared by the application threads and the progress thread,
+/// outside the core's lock.
+pub(crate) struct Shared {
+    /// Wakes the progress thread (to stop).
+    pub(crate) wake: EventFd,
+    pub(crate) stop: AtomicBool,
+    /// Application threads currently driving the core.
+    pub(crate) drivers: AtomicUsize,
+    pub(crate) issued: AtomicU64,
+    pub(crate) completed: AtomicU64,
+    /// Per-context counters and errors, indexed by [`CtxId::index`].
+    pub(crate) ctxs: Box<[CtxState]>,
+    pub(super) done: Mutex<HashMap<u64, Outcome>>,
+    pub(super) failed: Mutex<Option<ConduitError>>,
+    pub(super) failed_flag: AtomicBool,
+    pub(crate) exit_status: AtomicI64,
+    /// `FSHMEM_IPV6_STATS`: print the transport's counters at the end.
+    pub(crate) print_stats: bool,
+}
+
+impl Shared {
+    pub(crate) fn post(&self, tag: u64, o: Outcome) {
+        self.done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tag, o);
+    }
+
+    pub(super) fn take(&self, tag: u64) -> Option<Outcome> {
+        self.done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&tag)
+    }
+
+    /// Counts the completion of a command of context `ctx`, recording the
+    /// error of a non-blocking one.
+    pub(crate) fn completed(&self, ctx: u32, err: Option<ConduitError>) {
+        if let Some(c) = self.ctxs.get(ctx as usize) {
+            if let Some(e) = err {
+                c.nbi_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(e);
+            }
+            c.completed.fetch_add(1, Ordering::AcqRel);
+        }
+        self.completed.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn fail(&self, e: ConduitError) {
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+        self.failed_flag.store(true, Ordering::Release);
+    }
+
+    pub(super) fn failure(&self) -> Option<ConduitError> {
+        if !self.failed_flag.load(Ordering::Acquire) {
+            return None;
+        }
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// One context's bookkeeping.
+#[derive(Debug, Default)]
+pub(crate) struct CtxState {
+    /// Created and not destroyed (the default context always is).
+    pub(super) live: AtomicBool,
+    /// Commands issued on it.
+    pub(super) issued: AtomicU64,
+    /// Commands of it completed (acknowledged, or answered).
+    pub(super) completed: AtomicU64,
+    /// The first error of its non-blocking commands since its last quiet.
+    pub(super) nbi_error: Mutex<Option<ConduitError>>,
+}
+
+/// Counts an application thread as driving the core while it lives.
+pub(super) struct Driving<'a>(&'a Shared);
+
+impl<'a> Driving<'a> {
+    pub(super) fn new(s: &'a Shared) -> Driving<'a> {
+        s.drivers.fetch_add(1, Ordering::AcqRel);
+        Driving(s)
+    }
+}
+
+impl Drop for Driving<'_> {
+    fn drop(&mut self) {
+        self.0.drivers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Steps of [`Backoff`] (spins, then yields) an application thread takes
+/// without progress before it sleeps in `poll(2)` on the socket.
+pub(super) const DRIVE_STEPS_BEFORE_SLEEP: u64 = crate::wait::SPIN_STEPS as u64 + 64;
+
+/// Longest sleep of a driving application thread before it looks again
+/// (another thread may have taken the datagram it waits for).
+pub(super) const DRIVE_MAX_SLEEP: Duration = Duration::from_millis(1);
+
+impl Ipv6Conduit {
+    /// Drives the core from this thread until `cond` holds: polls the
+    /// socket while spinning, then yielding, then sleeping in `poll(2)` on it
+    /// until the transport's next deadline. Fails if a peer failed, and with
+    /// [`ConduitError::Timeout`] naming `what()` when none of this PE's
+    /// operations completes for `FSHMEM_WAIT_TIMEOUT`.
+    pub(super) fn drive_until(
+        &self,
+        mut cond: impl FnMut() -> bool,
+        what: impl Fn() -> String,
+    ) -> Result<()> {
+        if cond() {
+            return Ok(());
+        }
+        let s = &*self.shared;
+        let _driving = Driving::new(s);
+        let mut b = Backoff::new();
+        let mut completed = s.completed.load(Ordering::Acquire);
+        loop {
+            if cond() {
+                return Ok(());
+            }
+            self.check_failed()?;
+            let worked = progress::try_lock(&self.core).is_some_and(|mut c| c.step(s));
+            if worked {
+                // Completions are progress towards what is awaited (the
+                // timeout clock restarts); other traffic only keeps the
+                // wait spinning.
+                let now = s.completed.load(Ordering::Acquire);
+                if now != completed {
+                    completed = now;
+                    b.reset();
+                } else {
+                    b.respin();
+                }
+                continue;
+            }
+            if let Some(waited) = b.timed_out() {
+                return Err(ConduitError::Timeout {
+                    what: what(),
+                    waited,
+                });
+            }
+            if b.steps() < DRIVE_STEPS_BEFORE_SLEEP {
+                b.snooze();
+                continue;
+            }
+            // Sleeping steps count too (the timeout clock is read on them).
+            b.snooze();
+            let t = progress::try_lock(&self.core)
+                .map_or(Duration::ZERO, |c| c.idle_for(DRIVE_MAX_SLEEP));
+            if cond() {
+                return Ok(());
+            }
+            if !t.is_zero() {
+                net::wait_readable(Some(self.sock_fd), s.wake.fd(), t);
+            }
+        }
+    }
+
+    /// Waits for the outcome posted under `tag`; `what` names the
+    /// operation for a timeout report.
+    pub(super) fn wait_tag(&self, tag: u64, what: impl Fn() -> String) -> Result<Outcome> {
+        let mut out = None;
+        self.drive_until(
+            || {
+                out = self.shared.take(tag);
+                out.is_some()
+            },
+            what,
+        )?;
+        out.ok_or_else(|| ConduitError::Io("lost outcome".into()))
+    }
+
+    pub(super) fn wait_value(&self, tag: u64, what: impl Fn() -> String) -> Result<Completion> {
+        match self.wait_tag(tag, what)? {
+            Outcome::Done(c, None) => Ok(c),
+            Outcome::Done(_, Some(e)) => Err(e),
+            _ => Err(ConduitError::Io("unexpected outcome".into())),
+        }
+    }
+}

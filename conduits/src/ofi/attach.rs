@@ -1,0 +1,197 @@
+//! Joining an ofi job: opening the fabric, registering the segment,
+//! exchanging endpoint cards through the bootstrap, and the progress
+//! thread that drives the endpoint while the application computes.
+
+use super::*;
+
+impl OfiConduit {
+    /// Joins through an explicit bootstrap, with the segment `segment`
+    /// asks for. Collective.
+    pub fn attach_with(
+        rank: usize,
+        size: usize,
+        segment: SegmentRequest,
+        mut boot: Box<dyn Bootstrap>,
+        settings: &Settings,
+    ) -> Result<OfiConduit> {
+        let segment_len = segment.len();
+        if size == 0 || size > gasnet_core::MAX_NODES || rank >= size {
+            return Err(ConduitError::Bootstrap(format!(
+                "ofi: rank {rank} of {size} PEs is not valid"
+            )));
+        }
+        if boot.rank() != rank || boot.size() != size {
+            return Err(ConduitError::Bootstrap(format!(
+                "ofi: the bootstrap ({}) says rank {} of {}, the job rank {rank} of {size}",
+                boot.describe(),
+                boot.rank(),
+                boot.size()
+            )));
+        }
+        let mut fab = Fabric::open(
+            rank,
+            settings.ofi_provider.as_deref(),
+            settings.ofi_domain.as_deref(),
+        )?;
+        let seg = match segment {
+            SegmentRequest::Own(len) => Segment::new(len)?,
+            SegmentRequest::Over(b) => Segment::over(b)?,
+        };
+        // SAFETY: the segment mapping lives in `seg`, which the conduit
+        // keeps for as long as the Fabric (inside the core) lives, and
+        // drops after it (field order of OfiConduit and Drop).
+        let (base, key) = unsafe { fab.register(seg.base(), segment_len)? };
+        let untrusted = UNTRUSTED_ATOMICS
+            .iter()
+            .any(|p| fab.caps.provider.split(';').any(|q| q == *p));
+        let can = (settings.ofi_atomics == Atomics::Native
+            || settings.ofi_atomics == Atomics::Auto && !untrusted)
+            && AmoOp::ALL.iter().all(|&op| {
+                [AmoWidth::W32, AmoWidth::W64].iter().all(|&w| {
+                    let (dt, o, flags) = fi_amo(op, w);
+                    fab.atomic_ok(dt, o, flags)
+                })
+            });
+        let me = Card {
+            name: fab.name()?,
+            base,
+            key,
+            segment_len: segment_len as u64,
+            atomics: can,
+        };
+        let all = boot.allgather(&me.encode())?;
+        let mut cards = Vec::with_capacity(size);
+        for (pe, b) in all.iter().enumerate() {
+            let c = Card::decode(pe, b)?;
+            if c.segment_len != me.segment_len {
+                return Err(ConduitError::Bootstrap(format!(
+                    "ofi: PE {pe} has a {}-byte segment, PE {rank} {segment_len} bytes",
+                    c.segment_len
+                )));
+            }
+            cards.push(c);
+        }
+        let native_atomics = cards.iter().all(|c| c.atomics);
+        let names: Vec<Vec<u8>> = cards.iter().map(|c| c.name.clone()).collect();
+        let segs: Vec<(u64, u64)> = cards.iter().map(|c| (c.base, c.key)).collect();
+        fab.connect(&names, &segs)?;
+        let caps = fab.caps.clone();
+        let describe = format!(
+            "provider {} (fabric {}, domain {}, mr_mode {:#x}), RMA by fi_write/fi_read{}, atomics {}",
+            caps.provider,
+            caps.fabric,
+            caps.domain,
+            caps.mr_mode,
+            if caps.delivery_complete {
+                " with delivery-complete"
+            } else {
+                ""
+            },
+            if native_atomics {
+                "by the provider (fi_atomic)"
+            } else if settings.ofi_atomics == Atomics::Am {
+                "as active messages (FSHMEM_OFI_ATOMICS=am)"
+            } else if untrusted && settings.ofi_atomics == Atomics::Auto {
+                "as active messages (this provider's atomics are not trusted; FSHMEM_OFI_ATOMICS=native uses them)"
+            } else {
+                "as active messages (the provider lacks some)"
+            }
+        );
+        let mut engine = Engine::with_config(
+            rank as NodeId,
+            size,
+            SegMemory::new(seg.clone(), segment_len),
+            EngineConfig {
+                max_in_flight: 64,
+                queue_depth: 4096,
+            },
+        );
+        let exit_status = Arc::new(AtomicI64::new(NO_EXIT));
+        let es = exit_status.clone();
+        engine
+            .handlers_mut()
+            .register_system(
+                EXIT_HANDLER,
+                Arc::new(move |_tok, m| {
+                    let status = m.args.first().copied().unwrap_or(1) as i32;
+                    es.store(status as i64, Ordering::Release);
+                }),
+            )
+            .map_err(ConduitError::Am)?;
+        let core = Arc::new(Mutex::new(Core::new(fab, engine)?));
+        let boot = Arc::new(Mutex::new(boot));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c2, s2, e2, b2) = (
+            core.clone(),
+            stop.clone(),
+            exit_status.clone(),
+            boot.clone(),
+        );
+        let thread = std::thread::Builder::new()
+            .name(format!("fshmem-ofi-{rank}"))
+            .spawn(move || progress_thread(c2, s2, e2, b2))?;
+        let c = OfiConduit {
+            rank,
+            size,
+            segment_len,
+            seg,
+            core,
+            stop,
+            thread: Mutex::new(Some(thread)),
+            boot,
+            native_atomics,
+            next_tag: AtomicU64::new(1),
+            last_ctx: AtomicU32::new(0),
+            exit_status,
+            finalized: AtomicBool::new(false),
+            describe,
+        };
+        // Every endpoint is up before any traffic starts.
+        c.boot().barrier()?;
+        Ok(c)
+    }
+}
+
+fn progress_thread(
+    core: Arc<Mutex<Core>>,
+    stop: Arc<AtomicBool>,
+    exit_status: Arc<AtomicI64>,
+    boot: Arc<Mutex<Box<dyn Bootstrap>>>,
+) {
+    let mut idle_since = Instant::now();
+    let mut last_check = Instant::now();
+    while !stop.load(Ordering::Acquire) {
+        let worked = match core.try_lock() {
+            Ok(mut c) => c.progress(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().progress(),
+            Err(std::sync::TryLockError::WouldBlock) => false,
+        };
+        let status = exit_status.load(Ordering::Acquire);
+        if status != NO_EXIT {
+            // A peer ended the job: let the acknowledgements go, then leave.
+            if let Ok(mut c) = core.try_lock() {
+                c.drain(Duration::from_millis(200));
+            }
+            crate::wait::exit_job(status as i32);
+        }
+        let now = Instant::now();
+        if now.duration_since(last_check) >= Duration::from_millis(20) {
+            last_check = now;
+            let r = boot.try_lock().ok().map(|mut b| b.check());
+            if let Some(Err(e)) = r {
+                lock(&core).fail(e);
+            }
+        }
+        if worked {
+            idle_since = now;
+            continue;
+        }
+        // Poll busily for a moment after work, then ever more lazily.
+        let idle = now.duration_since(idle_since);
+        if idle < Duration::from_micros(200) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}

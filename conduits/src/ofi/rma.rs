@@ -1,0 +1,440 @@
+//! One-sided operations of the ofi conduit: `fi_write`, `fi_read` and the
+//! provider's atomics on one endpoint (engine AMs for atomics the provider
+//! lacks), and the contract's [`Rma`] over them.
+
+use super::*;
+
+impl OfiConduit {
+    /// `fi_write` of `len` bytes at `src` to `pe` at `offset`.
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        c: &mut Core,
+        pe: usize,
+        offset: usize,
+        hold: Hold,
+        src: *const u8,
+        len: usize,
+        waiter: Waiter,
+    ) -> Result<u64> {
+        let peer = c.fab.peers[pe];
+        c.issue("fi_write", pe, hold, waiter, |f, h, ctx| {
+            let (p, n) = match h {
+                Hold::Bytes(_) => h.bytes(),
+                _ => (src, len),
+            };
+            // SAFETY: the source stays readable until completion (held by
+            // the op, or by the caller's contract); the target range was
+            // checked against the segment.
+            unsafe {
+                api::write(
+                    f.ep,
+                    p.cast(),
+                    n,
+                    peer.addr,
+                    peer.base + offset as u64,
+                    peer.key,
+                    ctx,
+                )
+            }
+        })
+    }
+
+    /// `fi_read` of `len` bytes from `pe` at `offset` into `dst`.
+    ///
+    /// # Safety
+    /// `dst..dst+len` stays writable and untouched until completion.
+    unsafe fn read(
+        &self,
+        c: &mut Core,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+        waiter: Waiter,
+    ) -> Result<u64> {
+        let peer = c.fab.peers[pe];
+        c.issue("fi_read", pe, Hold::None, waiter, |f, _, ctx| {
+            // SAFETY: per this function's contract; range checked.
+            unsafe {
+                api::read(
+                    f.ep,
+                    dst.cast(),
+                    len,
+                    peer.addr,
+                    peer.base + offset as u64,
+                    peer.key,
+                    ctx,
+                )
+            }
+        })
+    }
+
+    /// An atomic through the provider.
+    fn native_atomic(
+        &self,
+        pe: usize,
+        offset: usize,
+        op: AmoOp,
+        width: AmoWidth,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64> {
+        let (dt, o, flags) = fi_amo(op, width);
+        let waiter = if op.fetches() {
+            Waiter::Blocking
+        } else {
+            Waiter::Nbi
+        };
+        let ctx = {
+            let mut c = lock(&self.core);
+            self.live(&c)?;
+            let peer = c.fab.peers[pe];
+            let addr = peer.base + offset as u64;
+            let call = match flags {
+                0 => "fi_atomic",
+                FI_FETCH_ATOMIC => "fi_fetch_atomic",
+                _ => "fi_compare_atomic",
+            };
+            c.issue(
+                call,
+                pe,
+                Hold::Amo(AmoSlot::new(operand, compare)),
+                waiter,
+                |f, h, ctx| {
+                    let (a, cmp, res) = h.amo_ptrs();
+                    // SAFETY: the slot lives in the op until completion; the
+                    // word was checked in range and aligned.
+                    unsafe {
+                        match flags {
+                            0 => api::atomic(f.ep, a.cast(), peer.addr, addr, peer.key, dt, o, ctx),
+                            FI_FETCH_ATOMIC => api::fetch_atomic(
+                                f.ep,
+                                a.cast(),
+                                res.cast(),
+                                peer.addr,
+                                addr,
+                                peer.key,
+                                dt,
+                                o,
+                                ctx,
+                            ),
+                            _ => api::compare_atomic(
+                                f.ep,
+                                a.cast(),
+                                cmp.cast(),
+                                res.cast(),
+                                peer.addr,
+                                addr,
+                                peer.key,
+                                dt,
+                                o,
+                                ctx,
+                            ),
+                        }
+                    }
+                },
+            )?
+        };
+        if !op.fetches() {
+            return Ok(0);
+        }
+        let v = self.wait_ctx(ctx, || {
+            format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}")
+        })?;
+        Ok(v & width.mask())
+    }
+}
+
+/// Every context shares the PE's endpoint and completion counter: contexts
+/// need no state, and `quiet`/`fence` on any context complete the whole PE.
+impl Rma for OfiConduit {
+    fn ctx_create(&self) -> Result<CtxId> {
+        let id = self
+            .last_ctx
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1);
+        if id == 0 {
+            return Err(ConduitError::ContextLimit {
+                max: u32::MAX as usize,
+            });
+        }
+        Ok(CtxId(id))
+    }
+
+    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+        if ctx == CtxId::DEFAULT {
+            return Err(ConduitError::NoContext { ctx: ctx.0 });
+        }
+        self.quiet_all()
+    }
+
+    fn put(&self, _ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the destination lies in our segment (checked); copy
+            // tolerates overlap with `src`.
+            unsafe { std::ptr::copy(src.as_ptr(), self.local(offset), src.len()) };
+            return self.live(&lock(&self.core));
+        }
+        if src.is_empty() {
+            return self.live(&lock(&self.core));
+        }
+        if src.len() <= BOUNCE_MAX {
+            let mut c = lock(&self.core);
+            self.live(&c)?;
+            self.write(
+                &mut c,
+                pe,
+                offset,
+                Hold::Bytes(src.to_vec()),
+                std::ptr::null(),
+                src.len(),
+                Waiter::Nbi,
+            )?;
+            return Ok(());
+        }
+        // A long put: issued from the caller's buffer in pieces the
+        // provider takes, then waited for (the source must stay intact).
+        let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
+        let mut ctxs = Vec::new();
+        {
+            let mut c = lock(&self.core);
+            self.live(&c)?;
+            for (k, part) in src.chunks(piece).enumerate() {
+                ctxs.push(self.write(
+                    &mut c,
+                    pe,
+                    offset + k * piece,
+                    Hold::None,
+                    part.as_ptr(),
+                    part.len(),
+                    Waiter::Blocking,
+                )?);
+            }
+        }
+        for ctx in ctxs {
+            self.wait_ctx(ctx, || {
+                format!(
+                    "the provider to send a put of {} bytes to PE {pe}",
+                    src.len()
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    unsafe fn put_nbi(
+        &self,
+        _ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, len, self.segment_len)?;
+        if pe == self.rank || len == 0 {
+            // SAFETY: the caller guarantees `src` is valid for `len` bytes.
+            let s = unsafe { std::slice::from_raw_parts(src, len) };
+            return self.put(CtxId::DEFAULT, pe, offset, s);
+        }
+        let mut c = lock(&self.core);
+        self.live(&c)?;
+        let piece = c.fab.caps.max_msg.clamp(4096, 1 << 30);
+        let mut at = 0;
+        while at < len {
+            let n = piece.min(len - at);
+            // The caller keeps `src` intact until quiet.
+            self.write(
+                &mut c,
+                pe,
+                offset + at,
+                Hold::None,
+                src.wrapping_add(at),
+                n,
+                Waiter::Nbi,
+            )?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    fn get(&self, _ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the source lies in our segment (checked).
+            unsafe { std::ptr::copy(self.local(offset), dst.as_mut_ptr(), dst.len()) };
+            return self.live(&lock(&self.core));
+        }
+        if dst.is_empty() {
+            return self.live(&lock(&self.core));
+        }
+        let len = dst.len();
+        let p = dst.as_mut_ptr();
+        let mut ctxs = Vec::new();
+        {
+            let mut c = lock(&self.core);
+            self.live(&c)?;
+            let piece = c.fab.caps.max_msg.clamp(4096, 1 << 30);
+            let mut at = 0;
+            while at < len {
+                let n = piece.min(len - at);
+                // SAFETY: `dst` is borrowed mutably for this whole call,
+                // which waits for every piece before it returns.
+                ctxs.push(unsafe {
+                    self.read(
+                        &mut c,
+                        pe,
+                        offset + at,
+                        p.wrapping_add(at),
+                        n,
+                        Waiter::Blocking,
+                    )?
+                });
+                at += n;
+            }
+        }
+        for ctx in ctxs {
+            self.wait_ctx(ctx, || {
+                format!(
+                    "the data of a blocking get of {len} bytes from PE {pe} at offset {offset:#x}"
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    unsafe fn get_nbi(
+        &self,
+        _ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, len, self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the source lies in our segment (checked); the caller
+            // guarantees `dst` is valid for `len` bytes.
+            unsafe { std::ptr::copy(self.local(offset), dst, len) };
+            return self.live(&lock(&self.core));
+        }
+        if len == 0 {
+            return self.live(&lock(&self.core));
+        }
+        let mut c = lock(&self.core);
+        self.live(&c)?;
+        let piece = c.fab.caps.max_msg.clamp(4096, 1 << 30);
+        let mut at = 0;
+        while at < len {
+            let n = piece.min(len - at);
+            // SAFETY: the caller keeps `dst` valid and untouched until quiet.
+            unsafe {
+                self.read(
+                    &mut c,
+                    pe,
+                    offset + at,
+                    dst.wrapping_add(at),
+                    n,
+                    Waiter::Nbi,
+                )?
+            };
+            at += n;
+        }
+        Ok(())
+    }
+
+    fn atomic(
+        &self,
+        _ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        op: AmoOp,
+        width: AmoWidth,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64> {
+        check_word(pe, self.size, offset, width.bytes(), self.segment_len)?;
+        if self.native_atomics {
+            return self.native_atomic(pe, offset, op, width, operand, compare);
+        }
+        if pe == self.rank {
+            // SAFETY: in range and aligned (checked); the segment is page
+            // aligned.
+            let old = unsafe {
+                crate::cpu_amo::atomic_at(self.local(offset), op, width, operand, compare)
+            };
+            self.live(&lock(&self.core))?;
+            return Ok(old & width.mask());
+        }
+        let cmd = Command::Amo {
+            dst: pe as NodeId,
+            op,
+            width,
+            offset: offset as u64,
+            operand,
+            compare,
+        };
+        if !op.fetches() {
+            self.submit(cmd, Waiter::Nbi)?;
+            return Ok(0);
+        }
+        let tag = self.submit(cmd, Waiter::Blocking)?;
+        let c = self.drive_until(
+            |c| c.engine_done.remove(&tag).transpose(),
+            || format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}"),
+        )?;
+        Ok(c.value)
+    }
+
+    fn put_signal(
+        &self,
+        _ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: &[u8],
+        sig_offset: usize,
+        sig_op: SignalOp,
+        sig_value: u64,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
+        check_word(pe, self.size, sig_offset, 8, self.segment_len)?;
+        let op = match sig_op {
+            SignalOp::Set => AmoOp::Set,
+            SignalOp::Add => AmoOp::Add,
+        };
+        self.put(CtxId::DEFAULT, pe, offset, src)?;
+        if pe == self.rank {
+            std::sync::atomic::fence(Ordering::Release);
+        } else {
+            // The data must be delivered before the signal is.
+            self.quiet_all()?;
+        }
+        self.atomic(
+            CtxId::DEFAULT,
+            pe,
+            sig_offset,
+            op,
+            AmoWidth::W64,
+            sig_value,
+            0,
+        )?;
+        Ok(())
+    }
+
+    fn fence(&self, _ctx: CtxId) -> Result<()> {
+        // One endpoint, no ordering asked of the provider: a fence is a
+        // quiet.
+        self.quiet_all()
+    }
+
+    fn quiet(&self, _ctx: CtxId) -> Result<()> {
+        self.quiet_all()
+    }
+
+    /// Atomics carried as active messages are applied by the target's
+    /// engine with CPU atomics; the provider's own are not.
+    fn cpu_atomics(&self) -> bool {
+        !self.native_atomics
+    }
+}

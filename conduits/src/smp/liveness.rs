@@ -1,0 +1,88 @@
+//! The state of the job's PEs as the control block and the process table
+//! show them: a PE that failed, finalized while still needed, or whose
+//! process ended without finalizing, traced to the PE that failed first
+//! ([`crate::liveness`]), and the global-exit word.
+
+use super::*;
+
+impl SmpConduit {
+    /// Exits this process with the job's status if a PE called `global_exit`.
+    #[inline]
+    pub(super) fn check_global_exit(&self) {
+        let w = self.ctl.global_exit().load(Ordering::Acquire);
+        if w != 0 {
+            crate::wait::note_job_exit();
+            self.ctl
+                .state(self.rank)
+                .store(state::FINALIZED, Ordering::Release);
+            crate::wait::exit_job(w as u32 as i32);
+        }
+    }
+
+    /// `Err(PeerFailed)` if `pe` is dead, failed, or (when `need_alive`)
+    /// finalized. A failure is traced to its root (see [`Self::root_cause`])
+    /// and recorded as this PE's cause before it is returned.
+    pub(super) fn check_peer(&self, pe: usize, need_alive: bool) -> Result<()> {
+        match self.peer_verdict(pe, need_alive) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.root_cause(pe, e)),
+        }
+    }
+
+    /// The state of `pe` alone, without following causes.
+    pub(super) fn peer_verdict(&self, pe: usize, need_alive: bool) -> Result<()> {
+        let st = self.ctl.state(pe).load(Ordering::Acquire);
+        let pid = self.ctl.pid(pe).load(Ordering::Relaxed);
+        let fail = |reason: String| Err(ConduitError::PeerFailed { pe, reason });
+        match st {
+            state::FAILED => return fail("it panicked".to_string()),
+            state::FINALIZED if need_alive => {
+                return fail("it left the job (finalized) while still needed".to_string());
+            }
+            state::FINALIZED | state::ABSENT => return Ok(()),
+            _ => {}
+        }
+        if pid != 0 && !process_alive(pid) {
+            return fail(format!("its process {pid} ended without finalizing"));
+        }
+        Ok(())
+    }
+
+    /// `found` says PE `pe` failed; but `pe` may have left only because it
+    /// saw another PE fail first. Follows the recorded causes (at most one
+    /// step per PE) to the PE that failed first, records it as this PE's own
+    /// cause, and returns the error naming it.
+    pub(super) fn root_cause(&self, pe: usize, found: ConduitError) -> ConduitError {
+        let root = root_of(pe, self.rank, self.size, |q| {
+            let c = self.ctl.cause(q).load(Ordering::Acquire);
+            usize::try_from(c.checked_sub(1)?).ok()
+        });
+        let err = if root == pe {
+            found
+        } else {
+            match self.peer_verdict(root, false) {
+                Err(e) => e,
+                Ok(()) => ConduitError::PeerFailed {
+                    pe: root,
+                    reason: format!("PE {pe} left the job after seeing it fail"),
+                },
+            }
+        };
+        let _ = self.ctl.cause(self.rank).compare_exchange(
+            0,
+            root as u64 + 1,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        err
+    }
+
+    /// Checks every peer, reporting a PE that died or failed in preference
+    /// to one that merely left (which may itself have left because of the
+    /// failure), so that every PE names the root cause.
+    pub(super) fn check_peers(&self) -> Result<()> {
+        let peers = || (0..self.size).filter(|&pe| pe != self.rank);
+        peers().try_for_each(|pe| self.check_peer(pe, false))?;
+        peers().try_for_each(|pe| self.check_peer(pe, true))
+    }
+}
