@@ -3,8 +3,9 @@
 //!
 //! - [`Shmem::team_world`] (`SHMEM_TEAM_WORLD`) holds every PE;
 //!   [`Shmem::team_shared`] (`SHMEM_TEAM_SHARED`) the PEs whose memory this
-//!   PE can load and store directly (every PE on `smp`, only itself on
-//!   `ipv6` and `fpga`).
+//!   PE can load and store directly: the PEs of its host (every PE on
+//!   `smp`; on `ipv6` and `ofi`, those with this PE's host key, see
+//!   `oshrun --hosts`; only itself on `fpga`).
 //! - [`Team::split_strided`] and [`Team::split_2d`] make new teams from a
 //!   parent, collectively over the parent; [`Team::destroy`] (or drop)
 //!   releases one, collectively over the team.
@@ -48,11 +49,11 @@
 //! ```
 
 use crate::Shmem;
-use crate::coll::Coll;
+use crate::coll::{Coll, Hier};
 use crate::error::{Result, ShmemError};
 use crate::runtime::Runtime;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The configuration a team is created with (`shmem_team_config_t`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,6 +89,9 @@ pub(crate) struct TeamState {
     pub(crate) predefined: bool,
     pub(crate) destroyed: AtomicBool,
     pub(crate) coll: Mutex<CollState>,
+    /// The members grouped by host, found on first use by a collective
+    /// that may run in two levels (see `coll`).
+    pub(crate) hier: OnceLock<Arc<Hier>>,
 }
 
 impl TeamState {
@@ -111,6 +115,7 @@ impl TeamState {
                 step: 0,
                 agree_step: 0,
             }),
+            hier: OnceLock::new(),
         }
     }
 
