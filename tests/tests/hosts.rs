@@ -47,6 +47,18 @@ fn host_of(r: usize, n: usize, h: usize) -> usize {
 /// Runs `prog args` as `n` PEs on `h` hosts with the transport's counters
 /// printed; checks that the job left no shared memory behind.
 fn hosts_job(n: usize, h: usize, net: Net, prog: &Path, args: &[&str]) -> Job {
+    hosts_job_env(n, h, net, prog, args, &[])
+}
+
+/// [`hosts_job`] with `env` added to the PEs' environment.
+fn hosts_job_env(
+    n: usize,
+    h: usize,
+    net: Net,
+    prog: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Job {
     let id = unique_job_id("hosts");
     let host_net = match net {
         Net::Loopback => "loopback",
@@ -69,6 +81,9 @@ fn hosts_job(n: usize, h: usize, net: Net, prog: &Path, args: &[&str]) -> Job {
         .env("FSHMEM_PEER_TIMEOUT", "20s");
     if net == Net::ImpairedNetns {
         cmd.env("FSHMEM_IPV6_IMPAIR", IMPAIR);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
     }
     let out = run(&mut cmd, TIMEOUT);
     let left = shm_files(&id);
@@ -218,6 +233,37 @@ fn api_check_at_1_2_and_5_pes_on_hosts() {
         let l = j.lines_starting("api_check:");
         assert!(l.len() == 1 && l[0].ends_with(&tail), "{what}: {j:?}");
         if n > 1 {
+            no_datagram_within_a_host(&j, h, &what);
+        }
+    }
+}
+
+/// Collectives in two levels (within each host, then among one leader per
+/// host) forced on and off, with the leader level's algorithms forced too:
+/// coll_check's results are exact either way.
+#[test]
+fn collectives_with_the_hierarchy_forced_on_and_off() {
+    let coll = any_bin("coll_check");
+    let settings: [&[(&str, &str)]; 4] = [
+        &[("FSHMEM_COLL_HIER", "off")],
+        &[("FSHMEM_COLL_HIER", "on")],
+        &[
+            ("FSHMEM_COLL_HIER", "on"),
+            ("FSHMEM_BARRIER_ALGO", "tree"),
+            ("FSHMEM_BCAST_ALGO", "scatter_allgather"),
+            ("FSHMEM_REDUCE_ALGO", "ring"),
+        ],
+        &[
+            ("FSHMEM_COLL_HIER", "on"),
+            ("FSHMEM_REDUCE_ALGO", "rabenseifner"),
+        ],
+    ];
+    for env in settings {
+        for (n, h) in [(6, 3), (5, 2)] {
+            let what = format!("coll_check, {n} PEs on {h} hosts, {env:?}");
+            let j = hosts_job_env(n, h, Net::Loopback, &coll, &[], env);
+            assert_eq!(j.out.code(), Some(0), "{what}: {j:?}");
+            assert_eq!(j.lines_starting("coll_check: PE").len(), n, "{what}: {j:?}");
             no_datagram_within_a_host(&j, h, &what);
         }
     }

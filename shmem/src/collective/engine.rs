@@ -22,6 +22,16 @@
 //! step `k`, and the area of `k` is free again. Scans lack that dependency
 //! and end each step with a team sync. Vectors larger than a scratch area
 //! are reduced and scanned in chunks (pipelined steps).
+//!
+//! # Hosts
+//!
+//! On a team whose PEs span hosts, barriers, broadcasts and reductions run
+//! in two levels ([`hier`]): within each host through shared memory, and
+//! among one leader per host through the network, running the algorithms
+//! of this file on the leaders alone (a *view* of the team: `n()`, `me()`
+//! and the ranks that `send` and `wait` take are the view's).
+
+mod hier;
 
 use super::agree::{Args, RECORD_LEN, Record, SUMMARY_LEN, Summary, mismatch};
 use super::ops::{ReduceOp, Reducible, combine_into};
@@ -89,6 +99,18 @@ pub(crate) fn choose_reduce(c: &CollConfig, n: usize, nbytes: usize) -> ReduceAl
     }
 }
 
+/// Elements of `es` bytes per chunk of a reduction by `algo` on `n` PEs
+/// with scratch areas of `sl` bytes.
+pub(crate) fn reduce_chunk(algo: ReduceAlgo, n: usize, sl: usize, es: usize) -> usize {
+    let p2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
+    let chunk = match algo {
+        ReduceAlgo::RecursiveDoubling => sl / (p2.trailing_zeros() as usize + 1) / es,
+        ReduceAlgo::Rabenseifner => sl / 2 / es,
+        ReduceAlgo::Ring => sl / es / n * n,
+    };
+    chunk.max(1)
+}
+
 /// Radix of the tree barrier.
 pub const TREE_RADIX: usize = 4;
 
@@ -100,6 +122,9 @@ pub(crate) struct Coll<'a> {
     st: MutexGuard<'a, CollState>,
     call: &'static str,
     base: usize,
+    /// While the algorithms run on a subset of the team (the hosts'
+    /// leaders): its team ranks, and this PE's index among them.
+    view: Option<(Vec<usize>, usize)>,
 }
 
 impl<'a> Coll<'a> {
@@ -144,17 +169,26 @@ impl<'a> Coll<'a> {
             st: t.coll.lock().unwrap_or_else(|p| p.into_inner()),
             call,
             base: rt.pool.slot_base(t.slot),
+            view: None,
         }
     }
 
+    /// The number of PEs the algorithms run on: the team's, or the view's.
     #[inline]
     pub(crate) fn n(&self) -> usize {
-        self.t.size()
+        self.view.as_ref().map_or(self.t.size(), |v| v.0.len())
     }
 
+    /// This PE's rank among them.
     #[inline]
     pub(crate) fn me(&self) -> usize {
-        self.t.me
+        self.view.as_ref().map_or(self.t.me, |v| v.1)
+    }
+
+    /// The team rank of rank `r` of the algorithms (of the view, if any).
+    #[inline]
+    fn tr(&self, r: usize) -> usize {
+        self.view.as_ref().map_or(r, |v| v.0[r])
     }
 
     #[cold]
@@ -172,17 +206,18 @@ impl<'a> Coll<'a> {
         self.base + aux_offset(&self.rt.pool) + 8 * i
     }
 
-    /// Puts `data` at `off` on team PE `to` and counts one message there.
+    /// Puts `data` at `off` on PE `to` (of the algorithms' ranks) and
+    /// counts one message there.
     #[inline]
     fn send(&self, to: usize, off: usize, data: &[u8]) -> Result<()> {
         self.rt
             .conduit
             .put_signal(
                 CtxId::DEFAULT,
-                self.t.members[to],
+                self.t.members[self.tr(to)],
                 off,
                 data,
-                self.counter(self.me()),
+                self.counter(self.t.me),
                 SignalOp::Add,
                 1,
             )
@@ -202,8 +237,8 @@ impl<'a> Coll<'a> {
             .conduit
             .atomic(
                 CtxId::DEFAULT,
-                self.t.members[to],
-                self.counter(self.me()),
+                self.t.members[self.tr(to)],
+                self.counter(self.t.me),
                 AmoOp::Add,
                 AmoWidth::W64,
                 1,
@@ -213,9 +248,11 @@ impl<'a> Coll<'a> {
             .map_err(|e| self.err(e))
     }
 
-    /// Waits for the next `k` messages from team PE `from`.
+    /// Waits for the next `k` messages from PE `from` (of the algorithms'
+    /// ranks).
     #[inline]
     fn wait_n(&mut self, from: usize, k: u64) -> Result<()> {
+        let from = self.tr(from);
         let want = {
             let e = &mut self.st.expected[from];
             *e += k;
@@ -314,6 +351,9 @@ impl<'a> Coll<'a> {
         if n == 1 {
             return Ok(());
         }
+        if let Some(h) = self.hier() {
+            return self.hier_sync(&h);
+        }
         match self.barrier_algo() {
             BarrierAlgo::Dissemination => {
                 let mut d = 1;
@@ -367,6 +407,10 @@ impl<'a> Coll<'a> {
         self.st.agree_step += 1;
         let at = 8 + parity * SUMMARY_LEN;
         let mut sum = Summary::own(me, &args);
+        if let Some(h) = self.hier() {
+            sum = self.hier_agree(&h, at, sum)?;
+            return self.agreed(sum, args);
+        }
         match self.barrier_algo() {
             BarrierAlgo::Dissemination => {
                 let mut d = 1;
@@ -392,6 +436,13 @@ impl<'a> Coll<'a> {
                 }
             }
         }
+        self.agreed(sum, args)
+    }
+
+    /// The end of [`Coll::sync_agree`], once this PE has the team's
+    /// summary `sum`.
+    fn agreed(&mut self, sum: Summary, args: Args) -> Result<()> {
+        let me = self.me();
         match sum.disagreement() {
             None => Ok(()),
             Some((first, other)) => {
@@ -414,7 +465,7 @@ impl<'a> Coll<'a> {
     /// PE's cell there.
     #[inline]
     fn send_summary(&self, to: usize, at: usize, sum: &Summary) -> Result<()> {
-        let cell = self.counter(self.me());
+        let cell = self.counter(self.t.me);
         self.send(to, cell + at, &sum.encode())
     }
 
@@ -424,7 +475,7 @@ impl<'a> Coll<'a> {
     fn wait_summary(&mut self, from: usize, at: usize) -> Result<Summary> {
         self.wait(from)?;
         let mut b = [0u8; SUMMARY_LEN];
-        b.copy_from_slice(self.seg(self.counter(from) + at, SUMMARY_LEN));
+        b.copy_from_slice(self.seg(self.counter(self.tr(from)) + at, SUMMARY_LEN));
         Ok(Summary::decode(&b))
     }
 
@@ -467,6 +518,9 @@ impl<'a> Coll<'a> {
         }
         if n == 1 {
             return Ok(());
+        }
+        if let Some(h) = self.hier() {
+            return self.hier_broadcast(&h, dest, nbytes, root);
         }
         let v = (me + n - root) % n;
         let abs = |r: usize| (r + root) % n;
@@ -726,29 +780,39 @@ impl<'a> Coll<'a> {
             self.copy_local(dest, src, count * es);
             return Ok(());
         }
+        if let Some(h) = self.hier() {
+            return self.hier_reduce::<O, T>(&h, dest, src, count);
+        }
         let algo = self.reduce_algo(count * es);
         let p2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
         let sl = self.scratch_len();
-        let chunk = match algo {
-            ReduceAlgo::RecursiveDoubling => sl / (p2.trailing_zeros() as usize + 1) / es,
-            ReduceAlgo::Rabenseifner => sl / 2 / es,
-            ReduceAlgo::Ring => sl / es / n * n,
-        };
-        let chunk = chunk.max(1);
+        let chunk = reduce_chunk(algo, n, sl, es);
         let mut c0 = 0;
         while c0 < count {
             let m = chunk.min(count - c0);
             let sc = self.next_scratch();
             let acc: Vec<T> = self.read(src + c0 * es, m);
-            let d = dest + c0 * es;
-            match algo {
-                ReduceAlgo::RecursiveDoubling => self.rd_chunk::<O, T>(d, sc, acc, p2)?,
-                ReduceAlgo::Rabenseifner => self.rab_chunk::<O, T>(d, sc, acc, p2)?,
-                ReduceAlgo::Ring => self.ring_chunk::<O, T>(d, sc, acc)?,
-            }
+            self.reduce_chunk::<O, T>(algo, dest + c0 * es, sc, acc, p2)?;
             c0 += m;
         }
         Ok(())
+    }
+
+    /// One chunk of an all-reduce by `algo`: `acc` is this PE's part, the
+    /// result goes to `dest`, scratch offset `sc` is this step's.
+    fn reduce_chunk<O: ReduceOp, T: Reducible<O>>(
+        &mut self,
+        algo: ReduceAlgo,
+        dest: usize,
+        sc: usize,
+        acc: Vec<T>,
+        p2: usize,
+    ) -> Result<()> {
+        match algo {
+            ReduceAlgo::RecursiveDoubling => self.rd_chunk::<O, T>(dest, sc, acc, p2),
+            ReduceAlgo::Rabenseifner => self.rab_chunk::<O, T>(dest, sc, acc, p2),
+            ReduceAlgo::Ring => self.ring_chunk::<O, T>(dest, sc, acc),
+        }
     }
 
     /// The fold of a non-power-of-two team onto `p2` PEs: the first
