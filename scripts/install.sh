@@ -23,5 +23,7 @@ for f in oshrun oshcc oshcxx devsim; do
 done
 ln -sf oshcxx "$prefix/bin/oshc++"
 cp -f "$build/libshmem.so" "$build/libshmem.a" "$prefix/lib/"
-cp -f "$root/shmem/include/shmem.h" "$root/shmem/include/shmemx.h" "$prefix/include/"
+for h in shmem.h shmem-api.h shmem-cxx.h shmemx.h pshmem.h; do
+    cp -f "$root/shmem/include/$h" "$prefix/include/"
+done
 echo "installed fshmem into $prefix"

@@ -29,6 +29,9 @@ packages=(
     # The ofi conduit loads libfabric at run time; fi_info lists providers.
     "libfabric1:$multiarch/libfabric.so.1"
     "libfabric-bin:/usr/bin/fi_info"
+    # The RTL core (hw/): its Verilator model, lint and Yosys synthesis.
+    "verilator:/usr/bin/verilator"
+    "yosys:/usr/bin/yosys"
 )
 
 missing=()
@@ -50,9 +53,26 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
+# Yosys synthesis of the RTL core (hw/) takes minutes of one core: it runs
+# beside the build and tests, and is checked at the end.
+synth_out=$(mktemp -d)
+FSHMEM_HW_BUILD="$synth_out" bash hw/scripts/synth.sh >"$synth_out/stdout" 2>&1 &
+synth_pid=$!
+trap 'pkill -P "$synth_pid" 2>/dev/null; kill "$synth_pid" 2>/dev/null; rm -rf "$synth_out"' EXIT
+
 cargo build --release --workspace
 # Each conduit is a cargo feature: every one builds alone.
 for conduit in smp ipv6 fpga ofi; do
     cargo check --quiet -p conduits --lib --no-default-features --features "$conduit"
 done
 cargo test --release --workspace
+# The RTL core (hw/): its Verilator model against the reference engine and
+# the spec's examples, and `verilator --lint-only -Wall`.
+cargo test --release -p fshmem-hw --features verilator
+if ! wait "$synth_pid" || ! grep -q "Number of cells" "$synth_out/synth_stat.txt"; then
+    echo "test.sh: Yosys synthesis of hw/ failed:" >&2
+    tail -n 40 "$synth_out/stdout" "$synth_out/synth.log" >&2 || true
+    exit 1
+fi
+echo "test.sh: Yosys synthesised hw/ (fshmem_core):"
+grep -E "Number of cells|fs_sdp_ram" "$synth_out/synth_stat.txt"

@@ -57,6 +57,18 @@ pub enum ConduitError {
     Bootstrap(String),
     /// An operating-system call failed.
     Io(String),
+    /// The memory behind a segment (or another shared file) cannot be
+    /// reserved: its file system (for smp, `/dev/shm`) has too little
+    /// space left. Reported at start-up instead of a SIGBUS when a page is
+    /// first touched.
+    NoSpace {
+        /// What was to be backed, e.g. `/dev/shm/fshmem-<job>-0`.
+        what: String,
+        /// Bytes asked for.
+        asked: u64,
+        /// Bytes the file system had free after the attempt, if known.
+        free: Option<u64>,
+    },
     /// An active-message error.
     Am(AmError),
     /// The conduit does not support this call.
@@ -104,6 +116,13 @@ impl fmt::Display for ConduitError {
             ),
             ConduitError::Bootstrap(s) => write!(f, "bootstrap: {s}"),
             ConduitError::Io(s) => write!(f, "I/O: {s}"),
+            ConduitError::NoSpace { what, asked, free } => {
+                write!(f, "cannot reserve {asked} bytes for {what}")?;
+                match free {
+                    Some(free) => write!(f, ": only {free} bytes are free there"),
+                    None => f.write_str(": no space left"),
+                }
+            }
             ConduitError::Am(e) => write!(f, "active message: {e}"),
             ConduitError::Unsupported(s) => write!(f, "unsupported: {s}"),
             ConduitError::NoContext { ctx } => {

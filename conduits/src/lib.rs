@@ -36,6 +36,7 @@ pub mod fpga;
 #[cfg(feature = "ipv6")]
 pub mod ipv6;
 pub mod job;
+pub mod job_lock;
 mod kinds;
 pub mod liveness;
 #[cfg(feature = "ofi")]

@@ -90,9 +90,20 @@ pub fn note_job_exit() {
 /// first thread to call it exits; any other caller (a progress thread and
 /// an application thread may both learn of the end) waits for the process
 /// to go, since two concurrent `exit` calls are undefined.
+///
+/// From the process's exit handlers (the runtime finalizes there when a
+/// program exits without finalizing, see [`note_exit_handler`]) it ends
+/// the process with `_exit` after flushing stdout: the process is already
+/// exiting, and `exit` may not be called again.
 pub fn exit_job(status: i32) -> ! {
     static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     note_job_exit();
+    if IN_EXIT_HANDLER.load(Ordering::SeqCst) {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        // SAFETY: _exit ends the process at once; allowed anywhere.
+        unsafe { libc::_exit(status) }
+    }
     if EXITING.swap(true, Ordering::SeqCst) {
         loop {
             std::thread::park();
@@ -104,6 +115,16 @@ pub fn exit_job(status: i32) -> ! {
 /// Whether [`note_job_exit`] was called.
 pub fn job_exiting() -> bool {
     JOB_EXITING.load(Ordering::SeqCst)
+}
+
+/// Set while the process runs its exit handlers (the runtime may finalize
+/// there).
+static IN_EXIT_HANDLER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that the process is (`true`) or no longer is running its exit
+/// handlers, where [`exit_job`] must not call `exit` again.
+pub fn note_exit_handler(on: bool) {
+    IN_EXIT_HANDLER.store(on, Ordering::SeqCst);
 }
 
 /// Tracks how long a wait has been going and chooses between spinning and

@@ -26,6 +26,7 @@ pub mod crc;
 pub mod engine;
 pub mod impair;
 pub mod reliable;
+pub mod spec_examples;
 pub mod types;
 pub mod wire;
 

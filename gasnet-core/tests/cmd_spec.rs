@@ -276,59 +276,12 @@ fn expected() -> BTreeMap<&'static str, Expected> {
     m
 }
 
-/// The fenced ```hex blocks of the spec, by the name on their
-/// `# example: NAME` line.
+/// The named ```hex examples of the spec.
 fn spec_examples() -> BTreeMap<String, Vec<u8>> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../spec/registers.md");
     let text = std::fs::read_to_string(path).expect("spec/registers.md is readable");
-    let mut out = BTreeMap::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if line.trim() != "```hex" {
-            continue;
-        }
-        let mut name = None;
-        let mut bytes = Vec::new();
-        for l in lines.by_ref() {
-            if l.trim() == "```" {
-                break;
-            }
-            let (data, comment) = match l.split_once('#') {
-                Some((d, c)) => (d, Some(c.trim())),
-                None => (l, None),
-            };
-            if let Some(n) = comment.and_then(|c| c.strip_prefix("example:")) {
-                name = Some(n.trim().to_string());
-            }
-            // An optional "NN:" offset prefix, then hex byte pairs.
-            let data = match data.split_once(':') {
-                Some((off, rest)) => {
-                    let off = usize::from_str_radix(off.trim(), 16).expect("offset prefix is hex");
-                    assert_eq!(
-                        off,
-                        bytes.len(),
-                        "offset prefix {off:#x} out of step in {name:?}"
-                    );
-                    rest
-                }
-                None => data,
-            };
-            for tok in data.split_whitespace() {
-                assert_eq!(
-                    tok.len(),
-                    2,
-                    "hex token {tok:?} in {name:?} is not one byte"
-                );
-                bytes.push(u8::from_str_radix(tok, 16).expect("hex byte"));
-            }
-        }
-        let name = name.expect("every hex block starts with `# example: NAME`");
-        assert!(
-            out.insert(name.clone(), bytes).is_none(),
-            "example {name} appears twice"
-        );
-    }
-    out
+    gasnet_core::spec_examples::register_examples(&text)
+        .unwrap_or_else(|e| panic!("spec/registers.md: {e}"))
 }
 
 #[test]

@@ -3,8 +3,7 @@
 //! encode to exactly the spec's bytes.
 
 use gasnet_core::wire::{self, Packet, PacketType};
-use gasnet_core::{Category, Direction, crc};
-use std::collections::HashMap;
+use gasnet_core::{crc, spec_examples};
 use std::path::PathBuf;
 
 fn spec_text() -> String {
@@ -12,139 +11,9 @@ fn spec_text() -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-/// The fenced blocks of a markdown text: (info string, body).
-fn fenced_blocks(text: &str) -> Vec<(String, String)> {
-    let mut blocks = Vec::new();
-    let mut open: Option<(String, String)> = None;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        match open.take() {
-            None => {
-                if let Some(info) = trimmed.strip_prefix("```") {
-                    open = Some((info.trim().to_string(), String::new()));
-                }
-            }
-            Some((info, mut body)) => {
-                if trimmed.starts_with("```") {
-                    blocks.push((info, body));
-                } else {
-                    body.push_str(line);
-                    body.push('\n');
-                    open = Some((info, body));
-                }
-            }
-        }
-    }
-    assert!(open.is_none(), "unterminated fenced block in spec/wire.md");
-    blocks
-}
-
-fn parse_hex_bytes(s: &str) -> Vec<u8> {
-    s.split_whitespace()
-        .map(|t| u8::from_str_radix(t, 16).unwrap_or_else(|_| panic!("bad hex byte {t:?}")))
-        .collect()
-}
-
-fn parse_hex_block(body: &str) -> Vec<u8> {
-    body.lines()
-        .flat_map(|l| parse_hex_bytes(l.split('#').next().unwrap_or("")))
-        .collect()
-}
-
-fn parse_int(s: &str) -> u64 {
-    let s = s.trim();
-    match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    }
-    .unwrap_or_else(|_| panic!("bad integer {s:?}"))
-}
-
-fn parse_type(s: &str) -> PacketType {
-    use Category::*;
-    use Direction::*;
-    let am = |category, direction| PacketType::Am {
-        category,
-        direction,
-    };
-    match s {
-        "am-short-request" => am(Short, Request),
-        "am-medium-request" => am(Medium, Request),
-        "am-long-request" => am(Long, Request),
-        "am-short-reply" => am(Short, Reply),
-        "am-medium-reply" => am(Medium, Reply),
-        "am-long-reply" => am(Long, Reply),
-        "ack" => PacketType::Ack,
-        "nack" => PacketType::Nack,
-        _ => panic!("unknown type {s:?}"),
-    }
-}
-
-fn list(s: &str) -> &str {
-    s.trim()
-        .strip_prefix('[')
-        .and_then(|s| s.strip_suffix(']'))
-        .unwrap_or_else(|| panic!("expected [..], got {s:?}"))
-}
-
-fn parse_packet_block(body: &str) -> Packet {
-    let mut fields = HashMap::new();
-    for line in body.lines().filter(|l| !l.trim().is_empty()) {
-        let (k, v) = line
-            .split_once('=')
-            .unwrap_or_else(|| panic!("expected key = value: {line:?}"));
-        assert!(
-            fields.insert(k.trim(), v.trim()).is_none(),
-            "duplicate key {k:?}"
-        );
-    }
-    let mut take = |k: &str| {
-        fields
-            .remove(k)
-            .unwrap_or_else(|| panic!("packet block lacks {k:?}"))
-    };
-    let p = Packet {
-        ptype: parse_type(take("type")),
-        flags: parse_int(take("flags")) as u8,
-        handler: parse_int(take("handler")) as u8,
-        src: parse_int(take("src")) as u16,
-        dst: parse_int(take("dst")) as u16,
-        seq: parse_int(take("seq")) as u32,
-        ack: parse_int(take("ack")) as u32,
-        frag_offset: parse_int(take("frag_offset")) as u32,
-        total_len: parse_int(take("total_len")) as u32,
-        offset: parse_int(take("offset")),
-        args: list(take("args"))
-            .split(',')
-            .filter(|a| !a.trim().is_empty())
-            .map(|a| parse_int(a) as u32)
-            .collect(),
-        payload: parse_hex_bytes(list(take("payload"))),
-    };
-    assert!(fields.is_empty(), "unknown keys {:?}", fields.keys());
-    p
-}
-
 /// The (packet, bytes) examples of the spec, in order.
 fn examples() -> Vec<(Packet, Vec<u8>)> {
-    let blocks = fenced_blocks(&spec_text());
-    let mut out = Vec::new();
-    let mut iter = blocks.iter().peekable();
-    while let Some((info, body)) = iter.next() {
-        match info.as_str() {
-            "packet" => {
-                let (next_info, hex) = iter.next().expect("packet block at end of spec");
-                assert_eq!(
-                    next_info, "hex",
-                    "a packet block must be followed by a hex block"
-                );
-                out.push((parse_packet_block(body), parse_hex_block(hex)));
-            }
-            "hex" => panic!("hex block without a packet block before it:\n{body}"),
-            _ => {}
-        }
-    }
-    out
+    spec_examples::wire_examples(&spec_text()).unwrap_or_else(|e| panic!("spec/wire.md: {e}"))
 }
 
 #[test]

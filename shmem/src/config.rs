@@ -59,7 +59,7 @@ pub enum ThreadLevel {
 pub const DEFAULT_SYMMETRIC_SIZE: usize = 64 << 20;
 
 /// The OpenSHMEM specification version this library implements.
-pub const OPENSHMEM_VERSION: (u32, u32) = (1, 5);
+pub const OPENSHMEM_VERSION: (u32, u32) = (1, 6);
 
 /// The library version.
 pub const LIBRARY_VERSION: &str = env!("CARGO_PKG_VERSION");

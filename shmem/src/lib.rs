@@ -289,7 +289,7 @@ impl Shmem {
             conduits::report!("PE {}: shmem_global_exit({status})", rt.my_pe());
         }
         conduits::wait::note_job_exit();
-        rt.conduit.global_exit(status)
+        rt.global_exit(status)
     }
 
     /// `shmem_finalize`, reporting errors: a barrier, then the runtime
@@ -430,7 +430,7 @@ pub fn global_exit(status: i32) -> ! {
     conduits::wait::note_job_exit();
     // The runtime is never freed while `with_runtime` runs, and the
     // conduit's global_exit does not return.
-    let _ = with_runtime("shmem_global_exit", |rt| rt.conduit.global_exit(status));
+    let _ = with_runtime("shmem_global_exit", |rt| rt.global_exit(status));
     std::process::exit(status)
 }
 

@@ -6,14 +6,20 @@
 
 static int check_failures;
 
-/* Records a failed check and prints where; the program ends with DONE. */
+/* Records a failed check and prints where, as one line written at once
+ * (lines of several PEs do not mix); the program ends with done(). */
 #define CHECK(cond, ...)                                                    \
     do {                                                                    \
         if (!(cond)) {                                                      \
-            fprintf(stderr, "PE %d: %s:%d: check failed: %s: ",             \
-                    shmem_my_pe(), __FILE__, __LINE__, #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fprintf(stderr, "\n");                                          \
+            char check_msg_[512];                                           \
+            int check_len_ = snprintf(check_msg_, sizeof check_msg_,        \
+                                      "PE %d: %s:%d: check failed: %s: ",   \
+                                      shmem_my_pe(), __FILE__, __LINE__,    \
+                                      #cond);                               \
+            if (check_len_ < 0 || check_len_ > 400) check_len_ = 0;         \
+            snprintf(check_msg_ + check_len_,                               \
+                     sizeof check_msg_ - check_len_, __VA_ARGS__);          \
+            fprintf(stderr, "%s\n", check_msg_);                            \
             check_failures++;                                               \
         }                                                                   \
     } while (0)

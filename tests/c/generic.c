@@ -1,5 +1,7 @@
-/* The C11 generic interfaces: RMA with and without a context, atomics,
- * waits, collectives and reductions selected by argument type. */
+/* The generic interfaces, selected by argument type: RMA with and without
+ * a context, atomics (the deprecated names too, on every type of the
+ * tables), waits, collectives and reductions. Built as C11 (_Generic) and
+ * as C++ (the overloads of shmem-cxx.h). */
 #include "check.h"
 
 static long l[4];
@@ -7,6 +9,9 @@ static int i4[4];
 static double d[4];
 static unsigned int u;
 static long lsrc[2], ldst[2];
+static unsigned long ul;
+static unsigned long long ull;
+static int vals[4];
 
 int main(void) {
     shmem_init();
@@ -14,7 +19,8 @@ int main(void) {
     int right = (me + 1) % n;
     long lv[2] = {me, me};
     shmem_put(l, lv, 2, right);
-    shmem_put(SHMEM_CTX_DEFAULT, i4, (int[]){me, me}, 2, right);
+    int iv[2] = {me, me};
+    shmem_put(SHMEM_CTX_DEFAULT, i4, iv, 2, right);
     shmem_p(&d[0], 1.5 * me, right);
     shmem_p(SHMEM_CTX_DEFAULT, &d[1], 2.5, right);
     shmem_barrier_all();
@@ -36,6 +42,21 @@ int main(void) {
     CHECK(ldst[0] == (long)n * (n - 1) / 2, "generic reduce");
     shmem_broadcast(SHMEM_TEAM_WORLD, ldst, lsrc, 1, 0);
     CHECK(ldst[0] == 0, "generic broadcast");
+    /* The deprecated generic atomics, on unsigned types too. */
+    shmem_barrier_all();
+    shmem_inc(&ul, 0);
+    shmem_add(&ull, 3ULL, 0);
+    shmem_barrier_all();
+    if (me == 0) CHECK(ul == (unsigned long)n && ull == 3ULL * n, "deprecated inc/add");
+    shmem_barrier_all();
+    CHECK(shmem_fetch(&ul, 0) == (unsigned long)n, "deprecated fetch");
+    shmem_barrier_all();
+    if (me == 0) {
+        shmem_set(&ul, 5UL, right);
+        CHECK(shmem_cswap(&ull, 3ULL * n, 1ULL, 0) == 3ULL * n, "deprecated cswap");
+        CHECK(shmem_finc(&vals[0], 0) == 0 && shmem_fadd(&vals[0], 2, 0) == 1, "finc/fadd");
+        CHECK(shmem_swap(&vals[1], 9, 0) == 0 && vals[1] == 9, "deprecated swap");
+    }
     shmem_sync(SHMEM_TEAM_WORLD);
     static long ps[SHMEM_BARRIER_SYNC_SIZE];
     shmem_sync(0, 0, n, ps);

@@ -12,7 +12,7 @@ int main(void) {
     int q = -1;
     shmem_query_thread(&q);
     CHECK(q == provided, "query_thread %d", q);
-    shmem_init(); /* a second init does nothing */
+    shmem_init(); /* a second init (1.6): matched by its own finalize */
     int me = shmem_my_pe(), n = shmem_n_pes();
     CHECK(me >= 0 && me < n, "my_pe %d of %d", me, n);
     CHECK(_my_pe() == me && _num_pes() == n, "deprecated names");
@@ -66,5 +66,9 @@ int main(void) {
     shmem_fence();
     shmem_sync_all();
     shmem_free(heap);
+    shmem_finalize(); /* matches the second init: a barrier */
+    int on = 0;
+    shmem_query_initialized(&on);
+    CHECK(on == 1, "still initialized after the inner finalize");
     return done("setup");
 }

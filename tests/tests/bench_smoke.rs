@@ -1,6 +1,9 @@
 //! Smoke test of the `osu` benchmark: a tiny run through `oshrun` at 2 PEs
 //! must print a well-formed table and write a well-formed CSV and SVG. It
-//! checks shape and sanity (positive, finite values), never speed.
+//! checks shape and sanity (positive, finite values), never speed. The
+//! same for `floor --udp` (the UDP floor at every benchmark size, in the
+//! `op size usec MB/s` lines `bench-report` reads) and for `bench-report`
+//! putting a run beside that floor.
 
 use fshmem_tests::{bin, oshrun, run, shm_files, unique_job_id};
 use std::path::PathBuf;
@@ -190,4 +193,80 @@ fn needs_two_pes() {
     let out = oshrun(&["-n".as_ref(), "1".as_ref(), bin("osu").as_os_str()]);
     assert_ne!(out.code(), Some(0), "{out:?}");
     assert!(out.stderr.contains("at least 2 PEs"), "{out:?}");
+}
+
+/// `floor --udp`: every benchmark op at every size, positive and finite;
+/// `bench-report` accepts it beside a benchmark run and writes both plots.
+#[test]
+fn udp_floor_prints_every_size_and_bench_report_reads_it() {
+    let out = run(
+        Command::new(bin("floor"))
+            .arg("--udp")
+            .env("FSHMEM_BENCH_TRIALS", "1"),
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    let mut seen = Vec::new();
+    for l in out.stdout.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(f.len(), 4, "bad line {l:?}");
+        let size: usize = f[1].parse().unwrap_or_else(|_| panic!("size in {l:?}"));
+        for v in &f[2..] {
+            let v: f64 = v.parse().unwrap_or_else(|_| panic!("value in {l:?}"));
+            assert!(v.is_finite() && v > 0.0, "value in {l:?}");
+        }
+        seen.push((f[0].to_string(), size));
+    }
+    let lat = (3..=16).map(|k| 1usize << k);
+    let bw = (0..6).map(|k| 4096usize << (2 * k));
+    let mut want: Vec<(String, usize)> = Vec::new();
+    for n in lat {
+        want.push(("put_lat".into(), n));
+        want.push(("get_lat".into(), n));
+    }
+    for n in bw {
+        want.push(("put_bw".into(), n));
+        want.push(("get_bw".into(), n));
+    }
+    assert_eq!(seen, want, "{}", out.stdout);
+
+    let dir = Scratch::new("floor");
+    let floor = dir.0.join("floor.txt");
+    std::fs::write(&floor, &out.stdout).expect("write floor run");
+    // A run twice as slow as the floor everywhere.
+    let slow: String = out
+        .stdout
+        .lines()
+        .map(|l| {
+            let f: Vec<f64> = l
+                .split_whitespace()
+                .skip(2)
+                .map(|v| v.parse().unwrap())
+                .collect();
+            let (op, size) = {
+                let mut it = l.split_whitespace();
+                (it.next().unwrap(), it.next().unwrap())
+            };
+            format!("{op} {size} {} {}\n", f[0] * 2.0, f[1] / 2.0)
+        })
+        .collect();
+    let run_file = dir.0.join("run.txt");
+    std::fs::write(&run_file, slow).expect("write run");
+    let rep = run(
+        Command::new(bin("bench-report")).args([
+            "--out".into(),
+            dir.0.join("report").into_os_string(),
+            format!("run={}", run_file.display()).into(),
+            format!("udp-floor={}", floor.display()).into(),
+        ]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(rep.code(), Some(0), "{rep:?}");
+    assert!(
+        rep.stdout.contains("| put_lat | 8 B |") && rep.stdout.contains(" 2.00 |"),
+        "{rep:?}"
+    );
+    for f in ["table.md", "latency.svg", "bandwidth.svg"] {
+        assert!(dir.0.join("report").join(f).is_file(), "{f} missing");
+    }
 }

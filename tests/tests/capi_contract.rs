@@ -183,3 +183,236 @@ fn collectives_report_differing_arguments_on_ipv6_and_fpga() {
         }
     }
 }
+
+/// The environment that selects the ofi conduit's provider (tcp over the
+/// loopback device, the one every libfabric has); none for the others.
+fn ofi_env(conduit: &str) -> &'static [(&'static str, &'static str)] {
+    if conduit == "ofi" {
+        &[
+            ("FSHMEM_OFI_PROVIDER", "tcp;ofi_rxm"),
+            ("FSHMEM_OFI_DOMAIN", "lo"),
+        ]
+    } else {
+        &[]
+    }
+}
+
+/// A program that leaves `main` (or calls `exit`) without
+/// `shmem_finalize` behaves as under Sandia OpenSHMEM: a normal exit
+/// finalizes (PE 0 warns) and the job ends with the program's status;
+/// `_exit` while peers wait and a signal stay failures naming the PE.
+#[test]
+fn exit_without_finalize_finalizes_and_keeps_the_status() {
+    let exe = compile("exit_cases", &[]);
+    const WARNING: &str = "PE 0: shutting down without a call to shmem_finalize";
+    let lines = |j: &fshmem_tests::Job| {
+        (0..j.n)
+            .filter(|pe| j.out.stdout.contains(&format!("PE {pe}: before the end")))
+            .count()
+    };
+    for conduit in ["smp", "ipv6", "fpga", "ofi"] {
+        let counts: &[usize] = match conduit {
+            "smp" => &[1, 2, 4, 5],
+            "ofi" => &[2],
+            _ => &[2, 4],
+        };
+        for &n in counts {
+            let run = |case: &str| {
+                capi::job_on(
+                    conduit,
+                    n,
+                    &exe,
+                    &[case],
+                    ofi_env(conduit),
+                    fshmem_tests::JOB_TIMEOUT,
+                )
+            };
+            let j = run("return");
+            assert_eq!(j.out.code(), Some(0), "{conduit} return: {j:?}");
+            assert_eq!(
+                lines_with(&j.out.stderr, WARNING).len(),
+                1,
+                "{conduit}: {j:?}"
+            );
+            // The finalization at exit does not wait long: no PE says it
+            // waits for the others.
+            assert!(
+                !j.out.stderr.contains("waiting at exit"),
+                "{conduit}: {j:?}"
+            );
+            assert_eq!(lines(&j), n, "{conduit}: {j:?}");
+            let j = run("start_pes");
+            assert_eq!(j.out.code(), Some(0), "{conduit} start_pes: {j:?}");
+            assert!(!j.out.stderr.contains(WARNING), "{conduit}: {j:?}");
+            assert_eq!(lines(&j), n, "{conduit}: {j:?}");
+            let j = run("exit3");
+            assert_eq!(j.out.code(), Some(3), "{conduit} exit3: {j:?}");
+            if n < 2 {
+                continue;
+            }
+            let j = run("exit0_one");
+            assert_eq!(j.out.code(), Some(0), "{conduit} exit0_one: {j:?}");
+            assert_eq!(lines(&j), n, "{conduit}: {j:?}");
+            let j = run("_exit");
+            assert_ne!(j.out.code(), Some(0), "{conduit} _exit: {j:?}");
+            assert!(!j.out.stdout.contains("passed the barrier"), "{j:?}");
+            let oshrun = lines_with(&j.out.stderr, "oshrun: PE ");
+            assert!(
+                oshrun.len() == 1 && oshrun[0].contains("after PE 1 failed"),
+                "{conduit} _exit: {j:?}"
+            );
+            let j = run("kill");
+            assert_eq!(j.out.code(), Some(128 + 9), "{conduit} kill: {j:?}");
+            let oshrun = lines_with(&j.out.stderr, "oshrun: PE ");
+            assert!(
+                oshrun.len() == 1
+                    && (oshrun[0].starts_with("oshrun: PE 1 (pid ")
+                        && oshrun[0].contains("killed by signal 9")
+                        || oshrun[0].contains("after PE 1 failed")),
+                "{conduit} kill: {j:?}"
+            );
+        }
+    }
+}
+
+/// When one PE fails and oshrun stops the others, every line any PE
+/// printed before reaches oshrun's output, and the failure is blamed on
+/// the PE that failed, on every conduit (ofi over tcp), with and without
+/// `--prefix`.
+#[test]
+fn output_is_never_lost_and_the_failed_pe_is_named() {
+    let exe = compile("output_loss", &[]);
+    for conduit in ["smp", "ipv6", "fpga", "ofi"] {
+        let counts: &[usize] = if conduit == "ofi" {
+            &[2, 3]
+        } else {
+            &[2, 4, 5]
+        };
+        for &n in counts {
+            for prefix in [false, true] {
+                let id = fshmem_tests::unique_job_id("out");
+                let mut cmd = fshmem_tests::oshrun_cmd(&[
+                    "-n",
+                    &n.to_string(),
+                    "--conduit",
+                    conduit,
+                    "--job-id",
+                    &id,
+                ]);
+                if prefix {
+                    cmd.arg("--prefix");
+                }
+                cmd.arg(&exe).envs(ofi_env(conduit).iter().copied());
+                let out = fshmem_tests::run(&mut cmd, fshmem_tests::JOB_TIMEOUT);
+                let what = format!("{conduit} {n} PEs prefix {prefix}: {out:?}");
+                assert_eq!(out.code(), Some(1), "{what}");
+                for pe in 0..n {
+                    for i in 0..20 {
+                        let line = format!("PE {pe} line {i}");
+                        assert_eq!(
+                            out.stdout.lines().filter(|l| l.ends_with(&line)).count(),
+                            1,
+                            "{line}: {what}"
+                        );
+                    }
+                    let err = format!("PE {pe} to stderr");
+                    assert_eq!(lines_with(&out.stderr, &err).len(), 1, "{what}");
+                }
+                assert!(!out.stdout.contains("unreachable"), "{what}");
+                let culprit = format!(
+                    "PE 1: shmem_long_put: target PE {} out of range (job has {n} PEs)",
+                    n + 3
+                );
+                assert_eq!(lines_with(&out.stderr, &culprit).len(), 1, "{what}");
+                let oshrun = lines_with(&out.stderr, "oshrun: PE ");
+                assert!(
+                    oshrun.len() == 1
+                        && (oshrun[0].starts_with("oshrun: PE 1 (pid ")
+                            || oshrun[0].contains("after PE 1 failed")),
+                    "{what}"
+                );
+                assert!(fshmem_tests::shm_files(&id).is_empty(), "{what}");
+            }
+        }
+    }
+}
+
+/// OpenSHMEM 1.6: initialization and finalization again (nested and in
+/// rounds), `shmem_query_initialized`, sessions, `test_all` of an empty
+/// set, const comparison vectors; on every conduit.
+#[test]
+fn openshmem_1_6_reinitialization_and_additions() {
+    let reinit = compile("reinit", &[]);
+    let v16 = compile("v16", &[]);
+    for conduit in ["smp", "ipv6", "fpga"] {
+        let counts: &[usize] = if conduit == "smp" {
+            &[1, 2, 4, 5]
+        } else {
+            &[2, 4]
+        };
+        for &n in counts {
+            let j = capi::job_on(conduit, n, &reinit, &[], &[], fshmem_tests::JOB_TIMEOUT);
+            j.assert_ok_with(&format!("reinit: ok on {n} PEs"));
+            j.assert_line("reinit: 3 rounds");
+            assert!(j.out.stderr.is_empty(), "{conduit}: {j:?}");
+            let j = capi::job_on(conduit, n, &v16, &[], &[], fshmem_tests::JOB_TIMEOUT);
+            j.assert_ok_with(&format!("v16: ok on {n} PEs"));
+        }
+    }
+}
+
+/// The profiling interface: a tool that defines standard routines and
+/// calls their `pshmem_` names counts every call and the program still
+/// gets correct results, whether the tool is a shared library linked
+/// before libshmem, preloaded, or an object linked with libshmem.a.
+#[test]
+fn a_profiling_tool_counts_calls_through_pshmem() {
+    let tool = capi::compile_as("pshmem_tool", "libshmemtool.so", &["-shared", "-fPIC"]);
+    let dir = tool.parent().expect("tool directory").display().to_string();
+    let linked = capi::compile_as(
+        "pshmem_prog",
+        "pshmem_prog_linked",
+        &[
+            &format!("-L{dir}"),
+            &format!("-Wl,-rpath,{dir}"),
+            "-lshmemtool",
+        ],
+    );
+    let plain = compile("pshmem_prog", &[]);
+    let tool_src = capi::c_dir().join("pshmem_tool.c").display().to_string();
+    let statically = capi::compile_as(
+        "pshmem_prog",
+        "pshmem_prog_static",
+        &["-static-shmem", &tool_src],
+    );
+    let preload = tool.display().to_string();
+    /// A program, the environment of its PEs, and whether the tool counts.
+    type Run<'a> = (&'a std::path::Path, &'a [(&'a str, &'a str)], bool);
+    let runs: [Run<'_>; 4] = [
+        (&linked, &[], true),
+        (&plain, &[("LD_PRELOAD", &preload)], true),
+        (&statically, &[], true),
+        (&plain, &[], false),
+    ];
+    for (exe, env, counted) in runs {
+        for n in [1, 2, 4, 5] {
+            let j = job_env(n, exe, &[], env);
+            j.assert_ok_with(&format!("pshmem_prog: ok on {n} PEs"));
+            let tool_lines = j.lines_starting("tool: ");
+            if !counted {
+                assert!(tool_lines.is_empty(), "{j:?}");
+                continue;
+            }
+            for pe in 0..n {
+                let want = format!(
+                    "tool: PE {pe}: init 1 put 10 g 10 barrier_all 22 sum_reduce 1 malloc 1 free 1"
+                );
+                assert_eq!(
+                    tool_lines.iter().filter(|l| **l == want).count(),
+                    1,
+                    "{exe:?} {env:?}: {j:?}"
+                );
+            }
+        }
+    }
+}

@@ -124,6 +124,17 @@ fn c11_generic_interfaces() {
     passes("generic");
 }
 
+/// The same program built as C++: the generic names are overloads.
+#[test]
+fn cxx_generic_overloads() {
+    let exe = capi::compile_as("generic", "generic_cxx", &["-x", "c++"]);
+    for n in [1, 2, 4, 5] {
+        let j = job(n, &exe, &[] as &[&str], JOB_TIMEOUT);
+        j.assert_ok_with(&format!("generic: ok on {n} PEs"));
+        assert!(j.out.stderr.is_empty(), "{j:?}");
+    }
+}
+
 /// Runs `errors <case>` on `n` PEs; returns the job.
 fn error_case(exe: &Path, n: usize, case: &str) -> Job {
     job(n, exe, &[case], JOB_TIMEOUT)
@@ -188,7 +199,7 @@ fn header_compiles(compiler: &str, args: &[&str], ext: &str) {
     ));
     std::fs::write(
         &src,
-        "#include <shmem.h>\n#include <shmemx.h>\nint main(void) { shmem_init(); shmem_finalize(); return 0; }\n",
+        "#include <shmem.h>\n#include <shmemx.h>\n#include <pshmem.h>\nint main(void) { shmem_init(); pshmem_barrier_all(); shmem_finalize(); return 0; }\n",
     )
     .expect("write source");
     let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shmem/include");

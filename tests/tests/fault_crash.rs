@@ -1,10 +1,13 @@
-//! A PE that crashes — abort, SIGKILL from outside, a Rust panic, exit(0)
-//! without finalize, exit(3) — at 4 PEs on smp, ipv6, fpga (devsim
-//! boards) and 2 hosts x 2 PEs (`oshrun --hosts 2`): oshrun exits non-zero, a message names PE 1, the other PEs stop
-//! within 2 s of the failure, and no shared memory, board file, PE or
-//! devsim process of the job is left. A PE that vanishes with `_exit(0)`
-//! (which oshrun sees as a success) is detected by the others' own
-//! liveness checks on every conduit.
+//! A PE that crashes — abort, SIGKILL from outside, a Rust panic, exit(3)
+//! without finalize — at 4 PEs on smp, ipv6, fpga (devsim boards) and 2
+//! hosts x 2 PEs (`oshrun --hosts 2`): oshrun exits non-zero, a message
+//! names PE 1, the other PEs stop within 2 s of the failure, and no shared
+//! memory, board file, PE or devsim process of the job is left. A PE that
+//! vanishes with `_exit(0)` (which oshrun sees as a success) is detected by
+//! the others' own liveness checks on every conduit. `exit(0)` without
+//! finalize is a normal ending (the PE finalizes at exit, as under Sandia
+//! OpenSHMEM): while the others wait for what it never sent, it waits for
+//! them, says so, and the wait timeout ends the job.
 
 use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_for};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -170,7 +173,7 @@ unsafe extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
-const KINDS: [&str; 5] = ["abort", "kill", "panic", "exit0", "exit3"];
+const KINDS: [&str; 4] = ["abort", "kill", "panic", "exit3"];
 
 #[test]
 fn smp_crashes_end_the_job() {
@@ -256,4 +259,30 @@ fn ipv6_and_fpga_peers_detect_a_pe_that_vanished_with_status_0() {
 #[test]
 fn smp_peers_detect_a_pe_that_vanished_with_status_0() {
     vanish("smp");
+}
+
+/// `exit(0)` without finalize while the others wait for a flag PE 1 never
+/// sets: PE 1 finalizes at exit and so waits for the others, says so
+/// naming itself, and `FSHMEM_WAIT_TIMEOUT` ends the job with status 124
+/// instead of a hang; nothing of the job is left.
+#[test]
+fn exit0_while_peers_wait_is_named_and_ended_by_the_wait_timeout() {
+    for conduit in ["smp", "ipv6", "fpga"] {
+        let id = unique_job_id("x0");
+        let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", conduit, "--job-id", &id]);
+        cmd.arg(example("fault")).args(["crash", "exit0"]);
+        cmd.env("FSHMEM_WAIT_TIMEOUT", "6");
+        let out = finish(spawn(&mut cmd), Duration::from_secs(30));
+        let ctx = format!("{conduit}: {out:?}");
+        assert_eq!(out.code(), Some(124), "{ctx}");
+        assert!(
+            out.stderr.contains(
+                "PE 1: left main (or called exit) without shmem_finalize; waiting at exit for the other PEs to finalize"
+            ),
+            "{ctx}"
+        );
+        assert!(shm_files(&id).is_empty(), "{ctx}");
+        assert!(devsim_pids(&id).is_empty(), "{ctx}");
+        assert!(pe_pids(&id, None).is_empty(), "{ctx}");
+    }
 }

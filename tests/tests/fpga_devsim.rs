@@ -6,7 +6,9 @@
 //! are reliable: api_check and the stress mix stay exact with 5 % of the
 //! link datagrams lost, 2 % duplicated and 10 % reordered
 //! (`FSHMEM_DEVSIM_IMPAIR`), and a board that stops answering (SIGSTOP) or
-//! dies (SIGKILL) is reported naming its PE, ending the job non-zero. (The unit-level
+//! dies (SIGKILL) is reported naming its PE, ending the job non-zero. A
+//! burst of a million 8-byte puts meets back-pressure, never an error.
+//! (The unit-level
 //! devsim tests — descriptor edge cases, back-pressure, identity checks,
 //! health-check faults, the compute core — are in `conduits`.)
 
@@ -158,6 +160,39 @@ fn board_fails(sig: i32, expect: &str) {
 fn a_board_that_stops_answering_or_dies_ends_the_job_naming_its_pe() {
     board_fails(19, "stopped answering"); // SIGSTOP
     board_fails(9, "its board"); // SIGKILL
+}
+
+/// A burst far beyond the board's 65,536 outstanding commands: a full
+/// board is back-pressure on the host (the descriptor waits in the ring),
+/// never an error completion; every word arrives. PE 0 issues `count`
+/// puts, the others `others`. The peer timeout is long: this test is about
+/// back-pressure, and a loaded machine may starve a board for seconds.
+fn burst(n: usize, count: usize, mode: &str, others: usize) {
+    let id = unique_job_id("fq");
+    let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", "fpga", "--job-id", &id]);
+    cmd.arg(example("put_burst"))
+        .args([count.to_string(), mode.to_string(), others.to_string()])
+        .env("FSHMEM_PEER_TIMEOUT", "60s");
+    let out = run(&mut cmd, Duration::from_secs(300));
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    for pe in 0..n {
+        let from = (pe + n - 1) % n;
+        let k = if from == 0 { count } else { others };
+        let line = format!("put_burst: PE {pe}: {k} {mode} puts from PE {from} checked OK");
+        assert!(out.stdout.lines().any(|l| l == line), "{line}: {out:?}");
+    }
+    assert!(shm_files(&id).is_empty(), "{:?}", shm_files(&id));
+}
+
+#[test]
+fn a_million_nonblocking_puts_on_2_and_4_boards_never_fail() {
+    burst(2, 1_000_000, "nbi", 100_000);
+    burst(4, 1_000_000, "nbi", 100_000);
+}
+
+#[test]
+fn a_burst_of_blocking_puts_never_fails() {
+    burst(2, 300_000, "blocking", 100_000);
 }
 
 #[test]

@@ -141,7 +141,6 @@ impl OfiConduit {
             boot,
             native_atomics,
             next_tag: AtomicU64::new(1),
-            last_ctx: AtomicU32::new(0),
             exit_status,
             finalized: AtomicBool::new(false),
             describe,

@@ -8,6 +8,14 @@
 //! computes. [`Core::progress`] reads the completion queue (which is also
 //! what makes a manual-progress provider move data), feeds received
 //! packets to the engine, and sends what the engine has to send.
+//!
+//! Every RMA, atomic and engine command belongs to a context (the
+//! contract's `CtxId`): each context counts its operations whose
+//! completion entry has not been read yet and keeps the first error of its
+//! non-blocking ones, so `quiet` on a context waits for that context only.
+//! Every operation asks for a completion entry (no selective completion),
+//! so these counts are exact; the endpoint's completion counter counts the
+//! PE's operations as a whole (see [`Core::rma_quiet`]).
 
 use super::fabric::Fabric;
 use super::{api, sys::*};
@@ -57,6 +65,20 @@ pub(crate) struct Op {
     pub(crate) pe: usize,
     pub(crate) hold: Hold,
     pub(crate) waiter: Waiter,
+    /// The context it belongs to (RMA and atomics).
+    pub(crate) owner: u32,
+}
+
+/// Most contexts a PE keeps at once (the default one included).
+pub(crate) const MAX_CONTEXTS: usize = 1024;
+
+/// A context's completion tracking.
+#[derive(Default)]
+pub(crate) struct CtxState {
+    /// Its RMA, atomics and engine commands issued and not yet completed.
+    pub(crate) outstanding: u64,
+    /// The first error of its non-blocking operations since its last quiet.
+    pub(crate) error: Option<ConduitError>,
 }
 
 /// The state behind the lock.
@@ -65,15 +87,18 @@ pub(crate) struct Core {
     pub(crate) engine: Engine<SegMemory>,
     recv: Vec<Box<[u8]>>,
     ops: HashMap<u64, Op>,
+    /// The contexts that exist, by id (the default one, 0, always).
+    pub(crate) ctxs: HashMap<u32, CtxState>,
     /// Outcomes of blocking operations: the atomic's old value, or the error.
     pub(crate) done: HashMap<u64, Result<u64, ConduitError>>,
-    /// Engine commands: tag -> blocking (value wanted) or not.
-    engine_wait: HashMap<u64, Waiter>,
+    /// Engine commands: tag -> blocking (value wanted) or not, and the
+    /// context it belongs to.
+    engine_wait: HashMap<u64, (Waiter, u32)>,
     /// Engine outcomes of blocking commands.
     pub(crate) engine_done: HashMap<u64, Result<Completion, ConduitError>>,
     /// Packets the endpoint had no room for yet: (destination PE, bytes).
     backlog: VecDeque<(usize, Vec<u8>)>,
-    next_ctx: u64,
+    next_op: u64,
     /// RMA and atomic operations issued through the provider (the
     /// completion counter's target).
     pub(crate) rma_issued: u64,
@@ -84,7 +109,6 @@ pub(crate) struct Core {
     rma_pending: u64,
     pub(crate) engine_issued: u64,
     pub(crate) engine_completed: u64,
-    pub(crate) nbi_error: Option<ConduitError>,
     pub(crate) failed: Option<ConduitError>,
 }
 
@@ -92,8 +116,8 @@ pub(crate) struct Core {
 // provider) are only used by the thread holding the conduit's lock.
 unsafe impl Send for Core {}
 
-fn ctx_ptr(ctx: u64) -> *mut c_void {
-    ctx as usize as *mut c_void
+fn op_ptr(op: u64) -> *mut c_void {
+    op as usize as *mut c_void
 }
 
 impl Core {
@@ -106,17 +130,17 @@ impl Core {
                 .map(|_| vec![0u8; RECV_LEN].into_boxed_slice())
                 .collect(),
             ops: HashMap::new(),
+            ctxs: HashMap::from([(0, CtxState::default())]),
             done: HashMap::new(),
             engine_wait: HashMap::new(),
             engine_done: HashMap::new(),
             backlog: VecDeque::new(),
-            next_ctx: 1,
+            next_op: 1,
             rma_issued: 0,
             rma_errors_seen: 0,
             rma_pending: 0,
             engine_issued: 0,
             engine_completed: 0,
-            nbi_error: None,
             failed: None,
         };
         for i in 0..RECV_BUFFERS {
@@ -125,20 +149,47 @@ impl Core {
         Ok(c)
     }
 
-    fn ctx(&mut self) -> u64 {
-        let c = self.next_ctx;
-        self.next_ctx += 1;
+    /// A new operation id: the context pointer its completion carries.
+    fn op_id(&mut self) -> u64 {
+        let c = self.next_op;
+        self.next_op += 1;
         c
     }
 
+    /// Context `ctx`'s state, or `NoContext`.
+    pub(crate) fn ctx(&mut self, ctx: u32) -> Result<&mut CtxState, ConduitError> {
+        self.ctxs
+            .get_mut(&ctx)
+            .ok_or(ConduitError::NoContext { ctx })
+    }
+
+    /// Records an error of a non-blocking operation of context `owner`
+    /// (the default context's, if `owner` was destroyed meanwhile).
+    fn nbi_error(&mut self, owner: u32, e: ConduitError) {
+        let slot = match self.ctxs.contains_key(&owner) {
+            true => owner,
+            false => 0,
+        };
+        if let Some(s) = self.ctxs.get_mut(&slot) {
+            s.error.get_or_insert(e);
+        }
+    }
+
+    /// One operation of context `owner` completed.
+    fn ctx_done(&mut self, owner: u32) {
+        if let Some(s) = self.ctxs.get_mut(&owner) {
+            s.outstanding = s.outstanding.saturating_sub(1);
+        }
+    }
+
     fn post_recv(&mut self, i: usize) -> Result<(), ConduitError> {
-        let ctx = self.ctx();
+        let id = self.op_id();
         let buf = self.recv[i].as_mut_ptr();
         loop {
             // SAFETY: the buffer is owned by the core, which outlives the
             // endpoint's use of it (the endpoint is closed before the core's
             // buffers are freed: Fabric is dropped first, see Drop).
-            let rc = unsafe { api::recv(self.fab.ep, buf.cast(), RECV_LEN, ctx_ptr(ctx)) };
+            let rc = unsafe { api::recv(self.fab.ep, buf.cast(), RECV_LEN, op_ptr(id)) };
             if rc == 0 {
                 break;
             }
@@ -148,31 +199,36 @@ impl Core {
             self.read_cq();
         }
         self.ops.insert(
-            ctx,
+            id,
             Op {
                 call: "fi_recv",
                 pe: self.fab.rank,
                 hold: Hold::Recv(i),
                 waiter: Waiter::Internal,
+                owner: 0,
             },
         );
         Ok(())
     }
 
-    /// Issues an RMA or atomic through `issue` (given the context pointer),
-    /// retrying while the provider says `FI_EAGAIN` (and progressing), and
-    /// records it. Returns the context.
+    /// Issues an RMA or atomic of context `owner` through `issue` (given
+    /// the operation's context pointer), retrying while the provider says
+    /// `FI_EAGAIN` (and progressing), and records it. Returns the
+    /// operation's id.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn issue(
         &mut self,
         call: &'static str,
+        owner: u32,
         pe: usize,
         hold: Hold,
         waiter: Waiter,
         mut issue: impl FnMut(&Fabric, &Hold, *mut c_void) -> isize,
     ) -> Result<u64, ConduitError> {
-        let ctx = self.ctx();
+        self.ctx(owner)?;
+        let id = self.op_id();
         loop {
-            let rc = issue(&self.fab, &hold, ctx_ptr(ctx));
+            let rc = issue(&self.fab, &hold, op_ptr(id));
             if rc == 0 {
                 break;
             }
@@ -183,16 +239,20 @@ impl Core {
         }
         self.rma_issued += 1;
         self.rma_pending += 1;
+        if let Ok(s) = self.ctx(owner) {
+            s.outstanding += 1;
+        }
         self.ops.insert(
-            ctx,
+            id,
             Op {
                 call,
                 pe,
                 hold,
                 waiter,
+                owner,
             },
         );
-        Ok(ctx)
+        Ok(id)
     }
 
     /// Whether the engine has room for another command.
@@ -200,11 +260,14 @@ impl Core {
         self.engine.outstanding() < self.engine.config().queue_depth
     }
 
-    /// Hands an engine command over; `waiter` says whether a thread waits
-    /// for its completion.
-    pub(crate) fn submit(&mut self, tag: u64, cmd: Command, waiter: Waiter) {
+    /// Hands an engine command of context `owner` over; `waiter` says
+    /// whether a thread waits for its completion.
+    pub(crate) fn submit(&mut self, tag: u64, owner: u32, cmd: Command, waiter: Waiter) {
         self.engine_issued += 1;
-        self.engine_wait.insert(tag, waiter);
+        if let Ok(s) = self.ctx(owner) {
+            s.outstanding += 1;
+        }
+        self.engine_wait.insert(tag, (waiter, owner));
         if let Err(e) = self.engine.submit(tag, cmd) {
             let c = Completion {
                 tag,
@@ -225,25 +288,31 @@ impl Core {
         work
     }
 
-    /// Whether every RMA and atomic issued through the provider has
-    /// completed (by the completion counter); fails with the first error.
-    pub(crate) fn rma_quiet(&mut self) -> Result<bool, ConduitError> {
+    /// Whether every RMA and atomic the PE issued through the provider,
+    /// on every context, has completed: the completion counter has counted
+    /// them all and their completion entries were read (which releases
+    /// what they held and counts them off their contexts). A failed one's
+    /// error travels in its completion entry to its context.
+    pub(crate) fn rma_quiet(&mut self) -> bool {
         let (ok, err) = self.fab.counted();
         if err > self.rma_errors_seen {
             self.rma_errors_seen = err;
-            // The completion queue holds the details; read them.
             self.read_cq();
-            let e = self.nbi_error.take().unwrap_or_else(|| {
-                ConduitError::Io(format!(
-                    "PE {}: {err} RMA or atomic operations failed (completion counter)",
-                    self.fab.rank
-                ))
-            });
-            return Err(e);
         }
-        // The counter says the provider completed them; the completion
-        // entries (read above, in progress) release what they held.
-        Ok(ok + err >= self.rma_issued && self.rma_pending == 0)
+        ok + err >= self.rma_issued && self.rma_pending == 0
+    }
+
+    /// Whether context `ctx` has nothing outstanding; then its first error
+    /// since its last quiet, if any, is taken.
+    pub(crate) fn ctx_quiet(&mut self, ctx: u32) -> Result<bool, ConduitError> {
+        let s = self.ctx(ctx)?;
+        if s.outstanding > 0 {
+            return Ok(false);
+        }
+        match s.error.take() {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
     }
 
     fn pump(&mut self) -> bool {
@@ -273,7 +342,7 @@ impl Core {
                     )));
                     continue;
                 };
-                let ctx = self.ctx();
+                let id = self.op_id();
                 // SAFETY: `bytes` is kept in the op table until the send
                 // completes (moving the Vec does not move its heap buffer).
                 let rc = unsafe {
@@ -282,7 +351,7 @@ impl Core {
                         bytes.as_ptr().cast(),
                         bytes.len(),
                         peer.addr,
-                        ctx_ptr(ctx),
+                        op_ptr(id),
                     )
                 };
                 if rc == -(FI_EAGAIN as isize) {
@@ -295,12 +364,13 @@ impl Core {
                     continue;
                 }
                 self.ops.insert(
-                    ctx,
+                    id,
                     Op {
                         call: "fi_send",
                         pe: dst,
                         hold: Hold::Bytes(bytes),
                         waiter: Waiter::Internal,
+                        owner: 0,
                     },
                 );
                 moved = true;
@@ -355,10 +425,9 @@ impl Core {
         work
     }
 
-    /// The operation under `ctx` completed (with an error text, if it
-    /// failed).
-    fn complete(&mut self, ctx: u64, len: usize, err: Option<String>) {
-        let Some(op) = self.ops.remove(&ctx) else {
+    /// The operation `id` completed (with an error text, if it failed).
+    fn complete(&mut self, id: u64, len: usize, err: Option<String>) {
+        let Some(op) = self.ops.remove(&id) else {
             return;
         };
         let rank = self.fab.rank;
@@ -398,6 +467,7 @@ impl Core {
             hold => {
                 if op.waiter != Waiter::Internal {
                     self.rma_pending -= 1;
+                    self.ctx_done(op.owner);
                 }
                 if op.waiter == Waiter::Internal {
                     if let Some(e) = error {
@@ -411,13 +481,13 @@ impl Core {
                 };
                 match (op.waiter, error) {
                     (Waiter::Blocking, Some(e)) => {
-                        self.done.insert(ctx, Err(e));
+                        self.done.insert(id, Err(e));
                     }
                     (Waiter::Blocking, None) => {
-                        self.done.insert(ctx, Ok(value));
+                        self.done.insert(id, Ok(value));
                     }
                     (_, Some(e)) => {
-                        self.nbi_error.get_or_insert(e);
+                        self.nbi_error(op.owner, e);
                     }
                     (_, None) => {}
                 }
@@ -426,10 +496,11 @@ impl Core {
     }
 
     fn finish_engine(&mut self, c: Completion, why: Option<String>) {
-        let Some(waiter) = self.engine_wait.remove(&c.tag) else {
+        let Some((waiter, owner)) = self.engine_wait.remove(&c.tag) else {
             return;
         };
         self.engine_completed += 1;
+        self.ctx_done(owner);
         let err = (c.status != Status::Ok).then(|| {
             ConduitError::Io(format!(
                 "PE {}: remote operation failed: {:?}{}",
@@ -446,7 +517,7 @@ impl Core {
                 self.engine_done.insert(c.tag, Ok(c));
             }
             (_, Some(e)) => {
-                self.nbi_error.get_or_insert(e);
+                self.nbi_error(owner, e);
             }
             (_, None) => {}
         }

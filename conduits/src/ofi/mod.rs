@@ -29,16 +29,18 @@
 //! - Active messages, user and system ones, are `spec/wire.md` packets of
 //!   the reference engine carried by `fi_send` into posted receive
 //!   buffers.
-//! - `quiet` waits until the completion counter bound to the endpoint for
-//!   reads and writes has counted every RMA and atomic issued, and every
-//!   engine command has completed; writes ask for `FI_DELIVERY_COMPLETE`
-//!   where the provider accepts it, so a completed put is visible at its
-//!   target. `fence` is a `quiet`; `put_signal` completes the put before
-//!   it updates the signal.
-//! - Contexts: the conduit has one endpoint and one counter, shared by
-//!   every context of the PE: `quiet` on any context completes every
-//!   operation of the PE (stronger than contract v2 asks; one endpoint or
-//!   counter per context is future work).
+//! - Contexts: every RMA, atomic and engine command carries its context
+//!   to its completion (the operation's completion entry names it; an
+//!   engine command's tag maps to it), and each context counts its
+//!   operations not yet completed and keeps its first error. `quiet(ctx)`
+//!   waits until that count is zero: it returns while another context
+//!   still has operations outstanding. Writes ask for
+//!   `FI_DELIVERY_COMPLETE` where the provider accepts it, so a completed
+//!   put is visible at its target. `fence` is a `quiet` of its context;
+//!   `put_signal` completes the put (its context's quiet) before it
+//!   updates the signal. The barrier of the job waits for every context
+//!   and for the completion counter bound to the endpoint for reads and
+//!   writes to count every RMA and atomic the PE issued.
 //!
 //! # Progress
 //!
@@ -68,10 +70,12 @@ pub mod fabric;
 mod rma;
 mod setup;
 pub mod sys;
+#[cfg(test)]
+mod tests;
 
 pub use setup::UNTRUSTED_ATOMICS;
 
-use self::core::{AmoSlot, Core, Hold, Waiter};
+use self::core::{AmoSlot, Core, CtxState, Hold, MAX_CONTEXTS, Waiter};
 use crate::bootstrap::{self, Bootstrap};
 use crate::config::OfiAtomics as Atomics;
 use crate::config::Settings;
@@ -88,7 +92,7 @@ use gasnet_core::NodeId;
 use gasnet_core::engine::{Command, Config as EngineConfig, Engine};
 use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use setup::{Card, fi_amo};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -121,8 +125,6 @@ pub struct OfiConduit {
     boot: Arc<Mutex<Box<dyn Bootstrap>>>,
     native_atomics: bool,
     next_tag: AtomicU64,
-    /// The last context id handed out (contexts need no state here).
-    last_ctx: AtomicU32,
     /// The status a peer's global exit asked for ([`NO_EXIT`]: none).
     exit_status: Arc<AtomicI64>,
     finalized: AtomicBool,
@@ -201,8 +203,23 @@ impl OfiConduit {
         }
     }
 
-    fn wait_ctx(&self, ctx: u64, what: impl Fn() -> String) -> Result<u64> {
-        self.drive_until(|c| c.done.remove(&ctx).transpose(), what)
+    /// Waits for the blocking operation `id`'s outcome.
+    fn wait_op(&self, id: u64, what: impl Fn() -> String) -> Result<u64> {
+        self.drive_until(|c| c.done.remove(&id).transpose(), what)
+    }
+
+    /// Fails with `NoContext` unless context `ctx` exists (and with the
+    /// PE's failure, if any).
+    fn check_ctx(&self, ctx: CtxId) -> Result<()> {
+        let mut c = lock(&self.core);
+        self.live(&c)?;
+        c.ctx(ctx.0).map(|_| ())
+    }
+
+    /// RMA, atomics and engine commands of context `ctx` issued and not
+    /// yet completed.
+    pub fn outstanding(&self, ctx: CtxId) -> Result<u64> {
+        Ok(lock(&self.core).ctx(ctx.0)?.outstanding)
     }
 
     fn local(&self, offset: usize) -> *mut u8 {
@@ -213,11 +230,13 @@ impl OfiConduit {
         self.next_tag.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// An engine command (AMs; atomics without provider support).
-    fn submit(&self, cmd: Command, waiter: Waiter) -> Result<u64> {
+    /// An engine command of context `ctx` (AMs belong to the default
+    /// context; atomics without provider support to their own).
+    fn submit(&self, ctx: CtxId, cmd: Command, waiter: Waiter) -> Result<u64> {
         let tag = self.tag();
         let mut c = lock(&self.core);
         self.live(&c)?;
+        c.ctx(ctx.0)?;
         if !c.engine_room() {
             // Flow control: wait until the engine has room.
             drop(c);
@@ -226,8 +245,9 @@ impl OfiConduit {
                 || "room in the engine's command queue".to_string(),
             )?;
             c = lock(&self.core);
+            c.ctx(ctx.0)?;
         }
-        c.submit(tag, cmd, waiter);
+        c.submit(tag, ctx.0, cmd, waiter);
         Ok(tag)
     }
 
@@ -262,7 +282,7 @@ impl OfiConduit {
                 payload: Vec::new(),
                 offset: 0,
             };
-            let _ = self.submit(cmd, Waiter::Nbi);
+            let _ = self.submit(CtxId::DEFAULT, cmd, Waiter::Nbi);
         }
         let end = Instant::now() + Duration::from_secs(2);
         let mut c = lock(&self.core);
@@ -274,8 +294,25 @@ impl OfiConduit {
 }
 
 impl OfiConduit {
-    /// Waits until every RMA, atomic and engine command of the PE is
-    /// complete (every context: they share one endpoint and counter).
+    /// Waits until every RMA, atomic and engine command of context `ctx`
+    /// is complete; reports the context's first error since its last
+    /// quiet.
+    fn quiet_ctx(&self, ctx: CtxId) -> Result<()> {
+        let start = lock(&self.core).ctx(ctx.0)?.outstanding;
+        self.drive_until(
+            |c| Ok(c.ctx_quiet(ctx.0)?.then_some(())),
+            || {
+                format!(
+                    "the {start} RMA, atomic and engine operations of context {} to complete in quiet",
+                    ctx.0
+                )
+            },
+        )
+    }
+
+    /// Waits until every RMA, atomic and engine command of the PE, on
+    /// every context, is complete (the completion counter included), then
+    /// reports the default context's first error, as its quiet does.
     fn quiet_all(&self) -> Result<()> {
         let start = {
             let c = lock(&self.core);
@@ -283,18 +320,17 @@ impl OfiConduit {
         };
         self.drive_until(
             |c| {
-                let rma = c.rma_quiet()?;
-                if rma && c.engine_completed >= c.engine_issued {
-                    return match c.nbi_error.take() {
-                        Some(e) => Err(e),
-                        None => Ok(Some(())),
-                    };
+                let all = c.rma_quiet()
+                    && c.engine_completed >= c.engine_issued
+                    && c.ctxs.values().all(|s| s.outstanding == 0);
+                if all {
+                    return Ok(c.ctx_quiet(0)?.then_some(()));
                 }
                 Ok(None)
             },
             || {
                 format!(
-                    "its {} RMA/atomic and {} engine operations to complete in quiet",
+                    "its {} RMA/atomic and {} engine operations to complete before the barrier",
                     start.0, start.1
                 )
             },
@@ -352,7 +388,7 @@ impl ActiveMessages for OfiConduit {
             payload: payload.to_vec(),
             offset: offset as u64,
         };
-        self.submit(cmd, Waiter::Nbi).map(|_| ())
+        self.submit(CtxId::DEFAULT, cmd, Waiter::Nbi).map(|_| ())
     }
 
     fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {

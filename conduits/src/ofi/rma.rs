@@ -5,11 +5,13 @@
 use super::*;
 
 impl OfiConduit {
-    /// `fi_write` of `len` bytes at `src` to `pe` at `offset`.
+    /// `fi_write` of `len` bytes at `src` to `pe` at `offset`, on context
+    /// `ctx`.
     #[allow(clippy::too_many_arguments)]
     fn write(
         &self,
         c: &mut Core,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         hold: Hold,
@@ -18,7 +20,7 @@ impl OfiConduit {
         waiter: Waiter,
     ) -> Result<u64> {
         let peer = c.fab.peers[pe];
-        c.issue("fi_write", pe, hold, waiter, |f, h, ctx| {
+        c.issue("fi_write", ctx.0, pe, hold, waiter, |f, h, op| {
             let (p, n) = match h {
                 Hold::Bytes(_) => h.bytes(),
                 _ => (src, len),
@@ -34,19 +36,22 @@ impl OfiConduit {
                     peer.addr,
                     peer.base + offset as u64,
                     peer.key,
-                    ctx,
+                    op,
                 )
             }
         })
     }
 
-    /// `fi_read` of `len` bytes from `pe` at `offset` into `dst`.
+    /// `fi_read` of `len` bytes from `pe` at `offset` into `dst`, on
+    /// context `ctx`.
     ///
     /// # Safety
     /// `dst..dst+len` stays writable and untouched until completion.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn read(
         &self,
         c: &mut Core,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         dst: *mut u8,
@@ -54,7 +59,7 @@ impl OfiConduit {
         waiter: Waiter,
     ) -> Result<u64> {
         let peer = c.fab.peers[pe];
-        c.issue("fi_read", pe, Hold::None, waiter, |f, _, ctx| {
+        c.issue("fi_read", ctx.0, pe, Hold::None, waiter, |f, _, op| {
             // SAFETY: per this function's contract; range checked.
             unsafe {
                 api::read(
@@ -64,15 +69,17 @@ impl OfiConduit {
                     peer.addr,
                     peer.base + offset as u64,
                     peer.key,
-                    ctx,
+                    op,
                 )
             }
         })
     }
 
-    /// An atomic through the provider.
+    /// An atomic through the provider, on context `ctx`.
+    #[allow(clippy::too_many_arguments)]
     fn native_atomic(
         &self,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         op: AmoOp,
@@ -86,7 +93,7 @@ impl OfiConduit {
         } else {
             Waiter::Nbi
         };
-        let ctx = {
+        let id = {
             let mut c = lock(&self.core);
             self.live(&c)?;
             let peer = c.fab.peers[pe];
@@ -98,16 +105,17 @@ impl OfiConduit {
             };
             c.issue(
                 call,
+                ctx.0,
                 pe,
                 Hold::Amo(AmoSlot::new(operand, compare)),
                 waiter,
-                |f, h, ctx| {
+                |f, h, id| {
                     let (a, cmp, res) = h.amo_ptrs();
                     // SAFETY: the slot lives in the op until completion; the
                     // word was checked in range and aligned.
                     unsafe {
                         match flags {
-                            0 => api::atomic(f.ep, a.cast(), peer.addr, addr, peer.key, dt, o, ctx),
+                            0 => api::atomic(f.ep, a.cast(), peer.addr, addr, peer.key, dt, o, id),
                             FI_FETCH_ATOMIC => api::fetch_atomic(
                                 f.ep,
                                 a.cast(),
@@ -117,7 +125,7 @@ impl OfiConduit {
                                 peer.key,
                                 dt,
                                 o,
-                                ctx,
+                                id,
                             ),
                             _ => api::compare_atomic(
                                 f.ep,
@@ -129,7 +137,7 @@ impl OfiConduit {
                                 peer.key,
                                 dt,
                                 o,
-                                ctx,
+                                id,
                             ),
                         }
                     }
@@ -139,26 +147,26 @@ impl OfiConduit {
         if !op.fetches() {
             return Ok(0);
         }
-        let v = self.wait_ctx(ctx, || {
+        let v = self.wait_op(id, || {
             format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}")
         })?;
         Ok(v & width.mask())
     }
 }
 
-/// Every context shares the PE's endpoint and completion counter: contexts
-/// need no state, and `quiet`/`fence` on any context complete the whole PE.
+/// Every context counts its own operations (see the module's notes):
+/// `quiet`/`fence` on a context wait for that context only.
 impl Rma for OfiConduit {
     fn ctx_create(&self) -> Result<CtxId> {
-        let id = self
-            .last_ctx
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_add(1);
-        if id == 0 {
-            return Err(ConduitError::ContextLimit {
-                max: u32::MAX as usize,
-            });
+        let mut c = lock(&self.core);
+        self.live(&c)?;
+        if c.ctxs.len() >= MAX_CONTEXTS {
+            return Err(ConduitError::ContextLimit { max: MAX_CONTEXTS });
         }
+        let id = (1..=MAX_CONTEXTS as u32)
+            .find(|i| !c.ctxs.contains_key(i))
+            .ok_or(ConduitError::ContextLimit { max: MAX_CONTEXTS })?;
+        c.ctxs.insert(id, CtxState::default());
         Ok(CtxId(id))
     }
 
@@ -166,11 +174,17 @@ impl Rma for OfiConduit {
         if ctx == CtxId::DEFAULT {
             return Err(ConduitError::NoContext { ctx: ctx.0 });
         }
-        self.quiet_all()
+        let r = self.quiet_ctx(ctx);
+        if matches!(r, Err(ConduitError::NoContext { .. })) {
+            return r;
+        }
+        lock(&self.core).ctxs.remove(&ctx.0);
+        r
     }
 
-    fn put(&self, _ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+    fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
         check_range(pe, self.size, offset, src.len(), self.segment_len)?;
+        self.check_ctx(ctx)?;
         if pe == self.rank {
             // SAFETY: the destination lies in our segment (checked); copy
             // tolerates overlap with `src`.
@@ -185,6 +199,7 @@ impl Rma for OfiConduit {
             self.live(&c)?;
             self.write(
                 &mut c,
+                ctx,
                 pe,
                 offset,
                 Hold::Bytes(src.to_vec()),
@@ -197,13 +212,14 @@ impl Rma for OfiConduit {
         // A long put: issued from the caller's buffer in pieces the
         // provider takes, then waited for (the source must stay intact).
         let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
-        let mut ctxs = Vec::new();
+        let mut ids = Vec::new();
         {
             let mut c = lock(&self.core);
             self.live(&c)?;
             for (k, part) in src.chunks(piece).enumerate() {
-                ctxs.push(self.write(
+                ids.push(self.write(
                     &mut c,
+                    ctx,
                     pe,
                     offset + k * piece,
                     Hold::None,
@@ -213,8 +229,8 @@ impl Rma for OfiConduit {
                 )?);
             }
         }
-        for ctx in ctxs {
-            self.wait_ctx(ctx, || {
+        for id in ids {
+            self.wait_op(id, || {
                 format!(
                     "the provider to send a put of {} bytes to PE {pe}",
                     src.len()
@@ -226,7 +242,7 @@ impl Rma for OfiConduit {
 
     unsafe fn put_nbi(
         &self,
-        _ctx: CtxId,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         src: *const u8,
@@ -236,7 +252,7 @@ impl Rma for OfiConduit {
         if pe == self.rank || len == 0 {
             // SAFETY: the caller guarantees `src` is valid for `len` bytes.
             let s = unsafe { std::slice::from_raw_parts(src, len) };
-            return self.put(CtxId::DEFAULT, pe, offset, s);
+            return self.put(ctx, pe, offset, s);
         }
         let mut c = lock(&self.core);
         self.live(&c)?;
@@ -247,6 +263,7 @@ impl Rma for OfiConduit {
             // The caller keeps `src` intact until quiet.
             self.write(
                 &mut c,
+                ctx,
                 pe,
                 offset + at,
                 Hold::None,
@@ -259,8 +276,9 @@ impl Rma for OfiConduit {
         Ok(())
     }
 
-    fn get(&self, _ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+    fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
         check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
+        self.check_ctx(ctx)?;
         if pe == self.rank {
             // SAFETY: the source lies in our segment (checked).
             unsafe { std::ptr::copy(self.local(offset), dst.as_mut_ptr(), dst.len()) };
@@ -271,7 +289,7 @@ impl Rma for OfiConduit {
         }
         let len = dst.len();
         let p = dst.as_mut_ptr();
-        let mut ctxs = Vec::new();
+        let mut ids = Vec::new();
         {
             let mut c = lock(&self.core);
             self.live(&c)?;
@@ -281,9 +299,10 @@ impl Rma for OfiConduit {
                 let n = piece.min(len - at);
                 // SAFETY: `dst` is borrowed mutably for this whole call,
                 // which waits for every piece before it returns.
-                ctxs.push(unsafe {
+                ids.push(unsafe {
                     self.read(
                         &mut c,
+                        ctx,
                         pe,
                         offset + at,
                         p.wrapping_add(at),
@@ -294,8 +313,8 @@ impl Rma for OfiConduit {
                 at += n;
             }
         }
-        for ctx in ctxs {
-            self.wait_ctx(ctx, || {
+        for id in ids {
+            self.wait_op(id, || {
                 format!(
                     "the data of a blocking get of {len} bytes from PE {pe} at offset {offset:#x}"
                 )
@@ -306,13 +325,14 @@ impl Rma for OfiConduit {
 
     unsafe fn get_nbi(
         &self,
-        _ctx: CtxId,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         dst: *mut u8,
         len: usize,
     ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
+        self.check_ctx(ctx)?;
         if pe == self.rank {
             // SAFETY: the source lies in our segment (checked); the caller
             // guarantees `dst` is valid for `len` bytes.
@@ -332,6 +352,7 @@ impl Rma for OfiConduit {
             unsafe {
                 self.read(
                     &mut c,
+                    ctx,
                     pe,
                     offset + at,
                     dst.wrapping_add(at),
@@ -346,7 +367,7 @@ impl Rma for OfiConduit {
 
     fn atomic(
         &self,
-        _ctx: CtxId,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         op: AmoOp,
@@ -355,8 +376,9 @@ impl Rma for OfiConduit {
         compare: u64,
     ) -> Result<u64> {
         check_word(pe, self.size, offset, width.bytes(), self.segment_len)?;
+        self.check_ctx(ctx)?;
         if self.native_atomics {
-            return self.native_atomic(pe, offset, op, width, operand, compare);
+            return self.native_atomic(ctx, pe, offset, op, width, operand, compare);
         }
         if pe == self.rank {
             // SAFETY: in range and aligned (checked); the segment is page
@@ -376,10 +398,10 @@ impl Rma for OfiConduit {
             compare,
         };
         if !op.fetches() {
-            self.submit(cmd, Waiter::Nbi)?;
+            self.submit(ctx, cmd, Waiter::Nbi)?;
             return Ok(0);
         }
-        let tag = self.submit(cmd, Waiter::Blocking)?;
+        let tag = self.submit(ctx, cmd, Waiter::Blocking)?;
         let c = self.drive_until(
             |c| c.engine_done.remove(&tag).transpose(),
             || format!("the value of a fetching atomic {op:?} on PE {pe} at offset {offset:#x}"),
@@ -389,7 +411,7 @@ impl Rma for OfiConduit {
 
     fn put_signal(
         &self,
-        _ctx: CtxId,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         src: &[u8],
@@ -403,33 +425,25 @@ impl Rma for OfiConduit {
             SignalOp::Set => AmoOp::Set,
             SignalOp::Add => AmoOp::Add,
         };
-        self.put(CtxId::DEFAULT, pe, offset, src)?;
+        self.put(ctx, pe, offset, src)?;
         if pe == self.rank {
             std::sync::atomic::fence(Ordering::Release);
         } else {
             // The data must be delivered before the signal is.
-            self.quiet_all()?;
+            self.quiet_ctx(ctx)?;
         }
-        self.atomic(
-            CtxId::DEFAULT,
-            pe,
-            sig_offset,
-            op,
-            AmoWidth::W64,
-            sig_value,
-            0,
-        )?;
+        self.atomic(ctx, pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
         Ok(())
     }
 
-    fn fence(&self, _ctx: CtxId) -> Result<()> {
-        // One endpoint, no ordering asked of the provider: a fence is a
+    fn fence(&self, ctx: CtxId) -> Result<()> {
+        // No ordering asked of the provider: a fence is its context's
         // quiet.
-        self.quiet_all()
+        self.quiet_ctx(ctx)
     }
 
-    fn quiet(&self, _ctx: CtxId) -> Result<()> {
-        self.quiet_all()
+    fn quiet(&self, ctx: CtxId) -> Result<()> {
+        self.quiet_ctx(ctx)
     }
 
     /// Atomics carried as active messages are applied by the target's

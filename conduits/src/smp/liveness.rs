@@ -35,7 +35,9 @@ impl SmpConduit {
         let pid = self.ctl.pid(pe).load(Ordering::Relaxed);
         let fail = |reason: String| Err(ConduitError::PeerFailed { pe, reason });
         match st {
-            state::FAILED => return fail("it panicked".to_string()),
+            state::FAILED => {
+                return fail("it failed (it panicked, or could not join the job)".to_string());
+            }
             state::FINALIZED if need_alive => {
                 return fail("it left the job (finalized) while still needed".to_string());
             }

@@ -91,7 +91,8 @@ impl BoardModel {
             && !self.pending.values().any(|p| p.compute.is_none())
     }
 
-    /// Starts a descriptor; `false` when it must wait (fence, AM order).
+    /// Starts a descriptor; `false` when it must wait (fence, AM order, a
+    /// full engine).
     pub(super) fn start(&mut self, d: Descriptor, idx: u16) -> bool {
         let Some(cfg) = self.cfg else { return false };
         let common = *d.common();
@@ -239,6 +240,10 @@ impl BoardModel {
                 p.local = local;
                 self.pending.insert(tag, p);
             }
+            // The engine holds as many commands as it can: the descriptor
+            // stays in the command ring until one completes, and the host
+            // sees a full ring (back-pressure, `spec/registers.md` §6).
+            Some(Err(engine::SubmitError::QueueFull)) => return false,
             Some(Err(e)) => {
                 let (s, det) = match e {
                     engine::SubmitError::BadNode(n) => (Status::BadTarget, n as u32),

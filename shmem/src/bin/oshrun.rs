@@ -142,7 +142,8 @@ struct Cli {
     bind: Bind,
 
     /// Job id naming the job's shared memory (1..=64 of [A-Za-z0-9_-]);
-    /// default: unique per run.
+    /// default: unique per run. An id another running oshrun holds is
+    /// refused before anything starts.
     #[arg(long, value_name = "ID", value_parser = parse_job_id)]
     job_id: Option<String>,
 
@@ -259,6 +260,9 @@ fn run(cli: Cli) -> Result<u8, String> {
         ));
     }
     let job_id = cli.job_id.clone().unwrap_or_else(default_job_id);
+    // Before anything of the job exists: a second job with this id would
+    // share (and at its end remove) this one's memory and boards.
+    let _claim = conduits::job_lock::JobLock::claim(&job_id)?;
     // Hosts: a network conduit gives every PE a host key (every PE its own
     // host unless --hosts groups them); others run on one host.
     let nhosts = match (cli.hosts, conduit.routes()) {
@@ -485,11 +489,23 @@ fn run(cli: Cli) -> Result<u8, String> {
     if let Some(sig) = interrupted {
         return Ok((128 + sig) as u8);
     }
-    Ok(match first_failure {
+    // The job ends with the status of the PE that failed first: the one
+    // the others named, when it failed by itself (a PE that saw it die may
+    // have been reaped first), not by oshrun's SIGTERM or SIGKILL.
+    let culprit = first_failure.map(|(rank, outcome)| match causes.poll() {
+        Some(r) if r != rank && r < pes.len() => match pes[r].outcome {
+            Outcome::Signaled(libc::SIGTERM) => outcome,
+            Outcome::Signaled(libc::SIGKILL) if killed => outcome,
+            o @ (Outcome::Signaled(_) | Outcome::Exited(1..)) => o,
+            _ => outcome,
+        },
+        _ => outcome,
+    });
+    Ok(match culprit {
         None => 0,
-        Some((_, Outcome::Exited(code))) => (code & 0xff) as u8,
-        Some((_, Outcome::Signaled(sig))) => (128 + sig) as u8,
-        Some((_, Outcome::Running)) => 1,
+        Some(Outcome::Exited(code)) => (code & 0xff) as u8,
+        Some(Outcome::Signaled(sig)) => (128 + sig) as u8,
+        Some(Outcome::Running) => 1,
     })
 }
 

@@ -22,6 +22,12 @@ use std::sync::{Arc, Mutex};
 /// Active sets in use on this PE: key -> state.
 static ACTIVE: Mutex<Vec<(u64, Arc<TeamState>)>> = Mutex::new(Vec::new());
 
+/// Forgets every active set (the library is being finalized; a later
+/// initialization starts with a fresh directory).
+pub(super) fn forget() {
+    ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).clear();
+}
+
 /// The team of active set (`start`, `2^log_stride`, `size`): the world
 /// team when it is the whole job, else the set's own state in an
 /// active-set slot (claimed in PE 0's directory on first use).
@@ -124,7 +130,7 @@ pub(super) fn active_call(
 
 // ----------------------------------------------------------------------
 /// `shmem_barrier` (deprecated): quiet, then sync over the active set.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_barrier")]
 pub extern "C" fn shmem_barrier(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
     const CALL: &str = "shmem_barrier";
     active_call(CALL, start, log, size, |rt, t| {
@@ -132,47 +138,54 @@ pub extern "C" fn shmem_barrier(start: c_int, log: c_int, size: c_int, _psync: *
         Coll::new(rt, t, CALL)?.sync()
     })
 }
+weak_alias!("shmem_barrier");
 
 /// `shmem_sync` (deprecated active-set form; `shmem_sync(team)` is
 /// `shmem_team_sync` through the C11 generic).
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_sync")]
 pub extern "C" fn shmem_sync(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
     const CALL: &str = "shmem_sync";
     active_call(CALL, start, log, size, |rt, t| {
         Coll::new(rt, t, CALL)?.sync()
     })
 }
+weak_alias!("shmem_sync");
 
 // ----------------------------------------------------------------------
 macro_rules! coll_active {
     ($($bits:literal $es:literal)*) => {$(
-        #[unsafe(export_name = concat!("shmem_broadcast", $bits))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_broadcast", $bits)))]
         #[allow(clippy::too_many_arguments)]
         extern "C" fn broadcast_active(dest: *mut c_void, src: *const c_void, nelems: usize, root: c_int, start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
             const CALL: &str = concat!("shmem_broadcast", $bits);
             active_call(CALL, start, log, size, |rt, t| broadcast(rt, CALL, t, dest, src, nelems, $es, root, true))
         }
-        #[unsafe(export_name = concat!("shmem_collect", $bits))]
+        weak_alias!(concat!("shmem_broadcast", $bits));
+        #[unsafe(export_name = concat!("p", concat!("shmem_collect", $bits)))]
         extern "C" fn collect_active(dest: *mut c_void, src: *const c_void, nelems: usize, start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
             const CALL: &str = concat!("shmem_collect", $bits);
             active_call(CALL, start, log, size, |rt, t| collect(rt, CALL, t, dest, src, nelems, $es))
         }
-        #[unsafe(export_name = concat!("shmem_fcollect", $bits))]
+        weak_alias!(concat!("shmem_collect", $bits));
+        #[unsafe(export_name = concat!("p", concat!("shmem_fcollect", $bits)))]
         extern "C" fn fcollect_active(dest: *mut c_void, src: *const c_void, nelems: usize, start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
             const CALL: &str = concat!("shmem_fcollect", $bits);
             active_call(CALL, start, log, size, |rt, t| fcollect(rt, CALL, t, dest, src, nelems, $es))
         }
-        #[unsafe(export_name = concat!("shmem_alltoall", $bits))]
+        weak_alias!(concat!("shmem_fcollect", $bits));
+        #[unsafe(export_name = concat!("p", concat!("shmem_alltoall", $bits)))]
         extern "C" fn alltoall_active(dest: *mut c_void, src: *const c_void, nelems: usize, start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
             const CALL: &str = concat!("shmem_alltoall", $bits);
             active_call(CALL, start, log, size, |rt, t| alltoall(rt, CALL, t, dest, src, nelems, $es))
         }
-        #[unsafe(export_name = concat!("shmem_alltoalls", $bits))]
+        weak_alias!(concat!("shmem_alltoall", $bits));
+        #[unsafe(export_name = concat!("p", concat!("shmem_alltoalls", $bits)))]
         #[allow(clippy::too_many_arguments)]
         extern "C" fn alltoalls_active(dest: *mut c_void, src: *const c_void, dst: isize, sst: isize, nelems: usize, start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
             const CALL: &str = concat!("shmem_alltoalls", $bits);
             active_call(CALL, start, log, size, |rt, t| alltoalls(rt, CALL, t, dest, src, dst, sst, nelems, $es))
         }
+        weak_alias!(concat!("shmem_alltoalls", $bits));
     )*};
 }
 

@@ -77,7 +77,7 @@ unsafe fn store<T>(fetch: *mut T, v: T) {
 /// value, pe).
 macro_rules! amo_fn {
     ($n:literal $f:ident $cf:ident $op:literal f1 $aop:ident $operand:expr, $store:expr) => {
-        #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_atomic_", $op)))]
         pub extern "C" fn $f(dest: *mut T, pe: c_int) -> T {
             amo(
                 concat!("shmem_", $n, "_atomic_", $op),
@@ -90,7 +90,8 @@ macro_rules! amo_fn {
                 $store,
             )
         }
-        #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
+        weak_alias!(concat!("shmem_", $n, "_atomic_", $op));
+        #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_atomic_", $op)))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, pe: c_int) -> T {
             amo(
                 concat!("shmem_ctx_", $n, "_atomic_", $op),
@@ -103,9 +104,10 @@ macro_rules! amo_fn {
                 $store,
             )
         }
+        weak_alias!(concat!("shmem_ctx_", $n, "_atomic_", $op));
     };
     ($n:literal $f:ident $cf:ident $op:literal f2 $aop:ident) => {
-        #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_atomic_", $op)))]
         pub extern "C" fn $f(dest: *mut T, value: T, pe: c_int) -> T {
             amo(
                 concat!("shmem_", $n, "_atomic_", $op),
@@ -118,7 +120,8 @@ macro_rules! amo_fn {
                 true,
             )
         }
-        #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
+        weak_alias!(concat!("shmem_", $n, "_atomic_", $op));
+        #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_atomic_", $op)))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, value: T, pe: c_int) -> T {
             amo(
                 concat!("shmem_ctx_", $n, "_atomic_", $op),
@@ -131,9 +134,10 @@ macro_rules! amo_fn {
                 true,
             )
         }
+        weak_alias!(concat!("shmem_ctx_", $n, "_atomic_", $op));
     };
     ($n:literal $f:ident $cf:ident $op:literal p1 $aop:ident $operand:expr) => {
-        #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_atomic_", $op)))]
         pub extern "C" fn $f(dest: *mut T, pe: c_int) {
             amo(
                 concat!("shmem_", $n, "_atomic_", $op),
@@ -146,7 +150,8 @@ macro_rules! amo_fn {
                 true,
             );
         }
-        #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
+        weak_alias!(concat!("shmem_", $n, "_atomic_", $op));
+        #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_atomic_", $op)))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, pe: c_int) {
             amo(
                 concat!("shmem_ctx_", $n, "_atomic_", $op),
@@ -159,9 +164,10 @@ macro_rules! amo_fn {
                 true,
             );
         }
+        weak_alias!(concat!("shmem_ctx_", $n, "_atomic_", $op));
     };
     ($n:literal $f:ident $cf:ident $op:literal p2 $aop:ident) => {
-        #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_atomic_", $op)))]
         pub extern "C" fn $f(dest: *mut T, value: T, pe: c_int) {
             amo(
                 concat!("shmem_", $n, "_atomic_", $op),
@@ -174,7 +180,8 @@ macro_rules! amo_fn {
                 true,
             );
         }
-        #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
+        weak_alias!(concat!("shmem_", $n, "_atomic_", $op));
+        #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_atomic_", $op)))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, value: T, pe: c_int) {
             amo(
                 concat!("shmem_ctx_", $n, "_atomic_", $op),
@@ -187,9 +194,10 @@ macro_rules! amo_fn {
                 true,
             );
         }
+        weak_alias!(concat!("shmem_ctx_", $n, "_atomic_", $op));
     };
     ($n:literal $f:ident $cf:ident $op:literal cs) => {
-        #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_atomic_", $op)))]
         pub extern "C" fn $f(dest: *mut T, cond: T, value: T, pe: c_int) -> T {
             amo(
                 concat!("shmem_", $n, "_atomic_", $op),
@@ -202,7 +210,8 @@ macro_rules! amo_fn {
                 true,
             )
         }
-        #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
+        weak_alias!(concat!("shmem_", $n, "_atomic_", $op));
+        #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_atomic_", $op)))]
         pub extern "C" fn $cf(ctx: CtxH, dest: *mut T, cond: T, value: T, pe: c_int) -> T {
             amo(
                 concat!("shmem_ctx_", $n, "_atomic_", $op),
@@ -215,9 +224,10 @@ macro_rules! amo_fn {
                 true,
             )
         }
+        weak_alias!(concat!("shmem_ctx_", $n, "_atomic_", $op));
     };
     ($n:literal $f:ident $cf:ident $op:literal n1 $aop:ident $operand:expr, $store:expr) => {
-        #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_atomic_", $op)))]
         pub unsafe extern "C" fn $f(fetch: *mut T, dest: *const T, pe: c_int) {
             let v = amo(
                 concat!("shmem_", $n, "_atomic_", $op),
@@ -232,7 +242,8 @@ macro_rules! amo_fn {
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
-        #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
+        weak_alias!(concat!("shmem_", $n, "_atomic_", $op));
+        #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_atomic_", $op)))]
         pub unsafe extern "C" fn $cf(ctx: CtxH, fetch: *mut T, dest: *const T, pe: c_int) {
             let v = amo(
                 concat!("shmem_ctx_", $n, "_atomic_", $op),
@@ -247,9 +258,10 @@ macro_rules! amo_fn {
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
+        weak_alias!(concat!("shmem_ctx_", $n, "_atomic_", $op));
     };
     ($n:literal $f:ident $cf:ident $op:literal n2 $aop:ident) => {
-        #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_atomic_", $op)))]
         pub unsafe extern "C" fn $f(fetch: *mut T, dest: *mut T, value: T, pe: c_int) {
             let v = amo(
                 concat!("shmem_", $n, "_atomic_", $op),
@@ -264,7 +276,8 @@ macro_rules! amo_fn {
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
-        #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
+        weak_alias!(concat!("shmem_", $n, "_atomic_", $op));
+        #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_atomic_", $op)))]
         pub unsafe extern "C" fn $cf(ctx: CtxH, fetch: *mut T, dest: *mut T, value: T, pe: c_int) {
             let v = amo(
                 concat!("shmem_ctx_", $n, "_atomic_", $op),
@@ -279,9 +292,10 @@ macro_rules! amo_fn {
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
+        weak_alias!(concat!("shmem_ctx_", $n, "_atomic_", $op));
     };
     ($n:literal $f:ident $cf:ident $op:literal ncs) => {
-        #[unsafe(export_name = concat!("shmem_", $n, "_atomic_", $op))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_atomic_", $op)))]
         pub unsafe extern "C" fn $f(fetch: *mut T, dest: *mut T, cond: T, value: T, pe: c_int) {
             let v = amo(
                 concat!("shmem_", $n, "_atomic_", $op),
@@ -296,7 +310,8 @@ macro_rules! amo_fn {
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
-        #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_", $op))]
+        weak_alias!(concat!("shmem_", $n, "_atomic_", $op));
+        #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_atomic_", $op)))]
         pub unsafe extern "C" fn $cf(
             ctx: CtxH,
             fetch: *mut T,
@@ -318,6 +333,7 @@ macro_rules! amo_fn {
             // SAFETY: the C contract: `fetch` is a writable, aligned `T`.
             unsafe { store(fetch, v) }
         }
+        weak_alias!(concat!("shmem_ctx_", $n, "_atomic_", $op));
     };
 }
 
@@ -329,14 +345,16 @@ macro_rules! amo_extended {
             use super::*;
             type T = $t;
             const Z: T = 0 as T;
-            #[unsafe(export_name = concat!("shmem_", $n, "_atomic_fetch"))]
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_atomic_fetch")))]
             pub extern "C" fn fetch(source: *const T, pe: c_int) -> T {
                 amo(concat!("shmem_", $n, "_atomic_fetch"), DEFAULT, source, AmoOp::Fetch, Z, Z, pe, false)
             }
-            #[unsafe(export_name = concat!("shmem_ctx_", $n, "_atomic_fetch"))]
+            weak_alias!(concat!("shmem_", $n, "_atomic_fetch"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_atomic_fetch")))]
             pub extern "C" fn ctx_fetch(ctx: CtxH, source: *const T, pe: c_int) -> T {
                 amo(concat!("shmem_ctx_", $n, "_atomic_fetch"), ctx, source, AmoOp::Fetch, Z, Z, pe, false)
             }
+            weak_alias!(concat!("shmem_ctx_", $n, "_atomic_fetch"));
             amo_fn!($n set ctx_set "set" p2 Set);
             amo_fn!($n swap ctx_swap "swap" f2 Swap);
             amo_fn!($n fetch_nbi ctx_fetch_nbi "fetch_nbi" n1 Fetch Z, false);
@@ -414,8 +432,10 @@ mod bitwise {
     }
 }
 
-/// The deprecated (pre-1.4) names: `shmem_<type>_{fetch,set,swap}` and
-/// `shmem_<type>_{cswap,finc,inc,fadd,add}`.
+/// The deprecated (pre-1.4) names: `shmem_<type>_{fetch,set,swap}` for
+/// the extended AMO types and `shmem_<type>_{cswap,finc,inc,fadd,add}` for
+/// the standard ones (the types of the 1.5 tables, as other libraries
+/// provide them).
 macro_rules! amo_deprecated {
     (ext: $(($m:ident $n:literal $t:ty))*; int: $(($mi:ident $ni:literal $ti:ty))*) => {
         $(
@@ -423,18 +443,21 @@ macro_rules! amo_deprecated {
             use super::*;
             type T = $t;
             const Z: T = 0 as T;
-            #[unsafe(export_name = concat!("shmem_", $n, "_fetch"))]
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_fetch")))]
             pub extern "C" fn fetch(source: *const T, pe: c_int) -> T {
                 amo(concat!("shmem_", $n, "_fetch"), DEFAULT, source, AmoOp::Fetch, Z, Z, pe, false)
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_set"))]
+            weak_alias!(concat!("shmem_", $n, "_fetch"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_set")))]
             pub extern "C" fn set(dest: *mut T, value: T, pe: c_int) {
                 amo(concat!("shmem_", $n, "_set"), DEFAULT, dest, AmoOp::Set, value, Z, pe, true);
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_swap"))]
+            weak_alias!(concat!("shmem_", $n, "_set"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_swap")))]
             pub extern "C" fn swap(dest: *mut T, value: T, pe: c_int) -> T {
                 amo(concat!("shmem_", $n, "_swap"), DEFAULT, dest, AmoOp::Swap, value, Z, pe, true)
             }
+            weak_alias!(concat!("shmem_", $n, "_swap"));
         }
         )*
         $(
@@ -442,26 +465,31 @@ macro_rules! amo_deprecated {
             use super::*;
             type T = $ti;
             const Z: T = 0;
-            #[unsafe(export_name = concat!("shmem_", $ni, "_cswap"))]
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $ni, "_cswap")))]
             pub extern "C" fn cswap(dest: *mut T, cond: T, value: T, pe: c_int) -> T {
                 amo(concat!("shmem_", $ni, "_cswap"), DEFAULT, dest, AmoOp::CompareSwap, value, cond, pe, true)
             }
-            #[unsafe(export_name = concat!("shmem_", $ni, "_finc"))]
+            weak_alias!(concat!("shmem_", $ni, "_cswap"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $ni, "_finc")))]
             pub extern "C" fn finc(dest: *mut T, pe: c_int) -> T {
                 amo(concat!("shmem_", $ni, "_finc"), DEFAULT, dest, AmoOp::FetchAdd, 1, Z, pe, true)
             }
-            #[unsafe(export_name = concat!("shmem_", $ni, "_inc"))]
+            weak_alias!(concat!("shmem_", $ni, "_finc"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $ni, "_inc")))]
             pub extern "C" fn inc(dest: *mut T, pe: c_int) {
                 amo(concat!("shmem_", $ni, "_inc"), DEFAULT, dest, AmoOp::Add, 1, Z, pe, true);
             }
-            #[unsafe(export_name = concat!("shmem_", $ni, "_fadd"))]
+            weak_alias!(concat!("shmem_", $ni, "_inc"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $ni, "_fadd")))]
             pub extern "C" fn fadd(dest: *mut T, value: T, pe: c_int) -> T {
                 amo(concat!("shmem_", $ni, "_fadd"), DEFAULT, dest, AmoOp::FetchAdd, value, Z, pe, true)
             }
-            #[unsafe(export_name = concat!("shmem_", $ni, "_add"))]
+            weak_alias!(concat!("shmem_", $ni, "_fadd"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $ni, "_add")))]
             pub extern "C" fn add(dest: *mut T, value: T, pe: c_int) {
                 amo(concat!("shmem_", $ni, "_add"), DEFAULT, dest, AmoOp::Add, value, Z, pe, true);
             }
+            weak_alias!(concat!("shmem_", $ni, "_add"));
         }
         )*
     };
@@ -471,13 +499,20 @@ mod deprecated {
     use super::*;
     amo_deprecated! {
         ext: (d_float "float" f32) (d_double "double" f64) (d_int "int" i32)
-             (d_long "long" i64) (d_longlong "longlong" i64);
+             (d_long "long" i64) (d_longlong "longlong" i64) (d_uint "uint" u32)
+             (d_ulong "ulong" u64) (d_ulonglong "ulonglong" u64) (d_int32 "int32" i32)
+             (d_int64 "int64" i64) (d_uint32 "uint32" u32) (d_uint64 "uint64" u64)
+             (d_size "size" usize) (d_ptrdiff "ptrdiff" isize);
         int: (i_int "int" i32) (i_long "long" i64) (i_longlong "longlong" i64)
+             (i_uint "uint" u32) (i_ulong "ulong" u64) (i_ulonglong "ulonglong" u64)
+             (i_int32 "int32" i32) (i_int64 "int64" i64) (i_uint32 "uint32" u32)
+             (i_uint64 "uint64" u64) (i_size "size" usize) (i_ptrdiff "ptrdiff" isize)
     }
 
     /// `shmem_swap` (deprecated): swap on a `long`.
-    #[unsafe(no_mangle)]
+    #[unsafe(export_name = "pshmem_swap")]
     pub extern "C" fn shmem_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
         amo("shmem_swap", DEFAULT, dest, AmoOp::Swap, value, 0, pe, true)
     }
+    weak_alias!("shmem_swap");
 }

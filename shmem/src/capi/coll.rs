@@ -223,31 +223,36 @@ macro_rules! coll_typed {
         pub mod $m {
             use super::*;
             const ES: usize = size_of::<$t>();
-            #[unsafe(export_name = concat!("shmem_", $n, "_broadcast"))]
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_broadcast")))]
             pub extern "C" fn broadcast_(team: TeamH, dest: *mut $t, src: *const $t, nelems: usize, root: c_int) -> c_int {
                 const CALL: &str = concat!("shmem_", $n, "_broadcast");
                 team_call(CALL, team, |rt, t| broadcast(rt, CALL, t, dest.cast(), src.cast(), nelems, ES, root, false))
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_collect"))]
+            weak_alias!(concat!("shmem_", $n, "_broadcast"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_collect")))]
             pub extern "C" fn collect_(team: TeamH, dest: *mut $t, src: *const $t, nelems: usize) -> c_int {
                 const CALL: &str = concat!("shmem_", $n, "_collect");
                 team_call(CALL, team, |rt, t| collect(rt, CALL, t, dest.cast(), src.cast(), nelems, ES))
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_fcollect"))]
+            weak_alias!(concat!("shmem_", $n, "_collect"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_fcollect")))]
             pub extern "C" fn fcollect_(team: TeamH, dest: *mut $t, src: *const $t, nelems: usize) -> c_int {
                 const CALL: &str = concat!("shmem_", $n, "_fcollect");
                 team_call(CALL, team, |rt, t| fcollect(rt, CALL, t, dest.cast(), src.cast(), nelems, ES))
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_alltoall"))]
+            weak_alias!(concat!("shmem_", $n, "_fcollect"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_alltoall")))]
             pub extern "C" fn alltoall_(team: TeamH, dest: *mut $t, src: *const $t, nelems: usize) -> c_int {
                 const CALL: &str = concat!("shmem_", $n, "_alltoall");
                 team_call(CALL, team, |rt, t| alltoall(rt, CALL, t, dest.cast(), src.cast(), nelems, ES))
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_alltoalls"))]
+            weak_alias!(concat!("shmem_", $n, "_alltoall"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_alltoalls")))]
             pub extern "C" fn alltoalls_(team: TeamH, dest: *mut $t, src: *const $t, dst: isize, sst: isize, nelems: usize) -> c_int {
                 const CALL: &str = concat!("shmem_", $n, "_alltoalls");
                 team_call(CALL, team, |rt, t| alltoalls(rt, CALL, t, dest.cast(), src.cast(), dst, sst, nelems, ES))
             }
+            weak_alias!(concat!("shmem_", $n, "_alltoalls"));
         }
     )*};
 }
@@ -262,10 +267,11 @@ pub(crate) mod typed {
 macro_rules! coll_mem_alias {
     ($($name:ident => $target:path: ($($a:ident: $t:ty),*);)*) => {$(
         /// The byte-oriented (`mem`) form of a team collective.
-        #[unsafe(no_mangle)]
+        #[unsafe(export_name = concat!("p", stringify!($name)))]
         pub extern "C" fn $name($($a: $t),*) -> c_int {
             $target($($a),*)
         }
+        weak_alias!(stringify!($name));
     )*};
 }
 coll_mem_alias!(

@@ -21,7 +21,7 @@ fn new_ctx(team: Arc<TeamState>, team_handle: TeamH, options: c_long) -> Option<
 ///
 /// # Safety
 /// `ctx` must be writable.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_ctx_create")]
 pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut CtxH) -> c_int {
     let rt = rt("shmem_ctx_create");
     let c = new_ctx(rt.pool.world.clone(), TEAM_WORLD as TeamH, options);
@@ -29,12 +29,13 @@ pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut CtxH) -> c_
     unsafe { ctx.write(c.unwrap_or(std::ptr::null_mut())) };
     if c.is_some() { 0 } else { -1 }
 }
+weak_alias!("shmem_ctx_create");
 
 /// `shmem_team_create_ctx`: 0, or -1 for an invalid team or options.
 ///
 /// # Safety
 /// `ctx` must be writable.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_create_ctx")]
 pub unsafe extern "C" fn shmem_team_create_ctx(
     team: TeamH,
     options: c_long,
@@ -46,9 +47,10 @@ pub unsafe extern "C" fn shmem_team_create_ctx(
     unsafe { ctx.write(c.unwrap_or(std::ptr::null_mut())) };
     if c.is_some() { 0 } else { -1 }
 }
+weak_alias!("shmem_team_create_ctx");
 
 /// `shmem_ctx_destroy`: quiet, then the context is gone.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_ctx_destroy")]
 pub extern "C" fn shmem_ctx_destroy(ctx: CtxH) {
     const CALL: &str = "shmem_ctx_destroy";
     if ctx.is_null() || ctx as usize == CTX_DEFAULT {
@@ -58,12 +60,13 @@ pub extern "C" fn shmem_ctx_destroy(ctx: CtxH) {
     // SAFETY: the handle came from `Box::into_raw` in `new_ctx`.
     drop(unsafe { Box::from_raw(ctx) });
 }
+weak_alias!("shmem_ctx_destroy");
 
 /// `shmem_ctx_get_team`: 0, or -1 for `SHMEM_CTX_INVALID`.
 ///
 /// # Safety
 /// `team` must be writable.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_ctx_get_team")]
 pub unsafe extern "C" fn shmem_ctx_get_team(ctx: CtxH, team: *mut TeamH) -> c_int {
     let h = match ctx as usize {
         0 => std::ptr::null_mut(),
@@ -77,18 +80,20 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: CtxH, team: *mut TeamH) -> c_in
     }
     if h.is_null() { -1 } else { 0 }
 }
+weak_alias!("shmem_ctx_get_team");
 
 macro_rules! ctx_order {
     ($($name:ident $call:literal $m:ident;)*) => {$(
         /// Completion or ordering of a context's operations (the whole PE's:
         /// the conduits know no contexts).
-        #[unsafe(no_mangle)]
+        #[unsafe(export_name = concat!("p", stringify!($name)))]
         pub extern "C" fn $name(ctx: CtxH) {
             if ctx.is_null() {
                 return;
             }
             ok(rt($call).$m($call));
         }
+        weak_alias!(stringify!($name));
     )*};
 }
 ctx_order!(
@@ -96,8 +101,43 @@ ctx_order!(
     shmem_ctx_fence "shmem_ctx_fence" fence;
 );
 
+/// `shmem_ctx_session_config_t` (1.6).
+#[repr(C)]
+pub struct CSessionConfig {
+    total_ops: usize,
+}
+
+/// `shmem_ctx_session_start` (1.6): a hint that the context will issue a
+/// batch of operations. fshmem's conduits already complete small puts and
+/// atomics without buffering, so a session changes nothing; it is
+/// accepted on any context (and ignored on `SHMEM_CTX_INVALID`, as the
+/// standard says).
+#[unsafe(export_name = "pshmem_ctx_session_start")]
+pub extern "C" fn shmem_ctx_session_start(
+    ctx: CtxH,
+    _options: c_long,
+    _config: *const CSessionConfig,
+    _config_mask: c_long,
+) {
+    if !ctx.is_null() {
+        rt("shmem_ctx_session_start");
+    }
+}
+weak_alias!("shmem_ctx_session_start");
+
+/// `shmem_ctx_session_stop` (1.6): ends the session `shmem_ctx_session_start`
+/// began (nothing to undo).
+#[unsafe(export_name = "pshmem_ctx_session_stop")]
+pub extern "C" fn shmem_ctx_session_stop(ctx: CtxH) {
+    if !ctx.is_null() {
+        rt("shmem_ctx_session_stop");
+    }
+}
+weak_alias!("shmem_ctx_session_stop");
+
 /// `shmem_ctx_pe_quiet` (1.6).
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_ctx_pe_quiet")]
 pub extern "C" fn shmem_ctx_pe_quiet(ctx: CtxH, _pes: *const c_int, _npes: usize) {
     shmem_ctx_quiet(ctx)
 }
+weak_alias!("shmem_ctx_pe_quiet");

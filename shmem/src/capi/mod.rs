@@ -24,12 +24,36 @@
 //! context creation report failure through their return value instead, as
 //! the standard specifies.
 //!
+//! # The profiling interface
+//!
+//! Every routine is exported as `pshmem_<name>` (`pstart_pes`, `p_my_pe`,
+//! `pshmalloc` for the names without the `shmem_` prefix), and its standard
+//! name is a weak alias of that symbol ([`weak_alias`]), the scheme of
+//! Open MPI and Sandia OpenSHMEM (`include/pshmem.h` declares the `p`
+//! names). A tool that defines `shmem_put` itself (in a library loaded
+//! before libshmem, or in an object linked with `libshmem.a`) replaces the
+//! library's name and reaches the implementation as `pshmem_put`. The
+//! build script lists the standard names among libshmem.so's exports.
+//!
 //! # Handles
 //!
 //! `shmem_team_t` and `shmem_ctx_t` are pointers to objects this module
 //! allocates; the predefined handles are small constants (`SHMEM_TEAM_WORLD`
 //! is 1, `SHMEM_TEAM_SHARED` 2, `SHMEM_CTX_DEFAULT` 1, the invalid handles
 //! null).
+
+/// Defines the weak symbol `$name` (a string expression) as an alias of
+/// `p$name`, which the routine right before it exports (see the module
+/// notes: the profiling interface).
+macro_rules! weak_alias {
+    ($name:expr) => {
+        std::arch::global_asm!(
+            concat!(".weak ", $name),
+            concat!(".type ", $name, ", @function"),
+            concat!(".set ", $name, ", p", $name),
+        );
+    };
+}
 
 mod active;
 mod amo;
@@ -94,7 +118,7 @@ pub(crate) fn exit_job(status: c_int) -> ! {
     let p = RT.load(Ordering::Acquire);
     if !p.is_null() {
         // SAFETY: as in `rt`.
-        unsafe { &*p }.conduit.global_exit(status)
+        unsafe { &*p }.global_exit(status)
     }
     std::process::exit(status)
 }

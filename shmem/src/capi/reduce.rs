@@ -15,17 +15,19 @@ macro_rules! reduce_op {
     ($op:ident $opn:literal; $(($m:ident $n:literal $t:ty))*) => {$(
         mod $m {
             use super::*;
-            #[unsafe(export_name = concat!("shmem_", $n, "_", $opn, "_reduce"))]
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_", $opn, "_reduce")))]
             pub extern "C" fn reduce_(team: TeamH, dest: *mut $t, src: *const $t, nreduce: usize) -> c_int {
                 const CALL: &str = concat!("shmem_", $n, "_", $opn, "_reduce");
                 team_call(CALL, team, |rt, t| reduce::<$op, $t>(rt, CALL, t, dest.cast(), src.cast(), nreduce))
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_", $opn, "_to_all"))]
+            weak_alias!(concat!("shmem_", $n, "_", $opn, "_reduce"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_", $opn, "_to_all")))]
             #[allow(clippy::too_many_arguments)]
             pub extern "C" fn to_all(dest: *mut $t, src: *const $t, nreduce: c_int, start: c_int, log: c_int, size: c_int, _pwrk: *mut $t, _psync: *mut c_long) {
                 const CALL: &str = concat!("shmem_", $n, "_", $opn, "_to_all");
                 active_call(CALL, start, log, size, |rt, t| reduce::<$op, $t>(rt, CALL, t, dest.cast(), src.cast(), nreduce.max(0) as usize))
             }
+            weak_alias!(concat!("shmem_", $n, "_", $opn, "_to_all"));
         }
     )*};
 }
@@ -36,16 +38,18 @@ macro_rules! scan_op {
     ($op:ident $opn:literal; $(($m:ident $n:literal $t:ty))*) => {$(
         mod $m {
             use super::*;
-            #[unsafe(export_name = concat!("shmem_", $n, "_", $opn, "_inscan"))]
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_", $opn, "_inscan")))]
             pub extern "C" fn inscan(team: TeamH, dest: *mut $t, src: *const $t, nreduce: usize) -> c_int {
                 const CALL: &str = concat!("shmem_", $n, "_", $opn, "_inscan");
                 team_call(CALL, team, |rt, t| scan::<$op, $t>(rt, CALL, t, dest.cast(), src.cast(), nreduce, false))
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_", $opn, "_exscan"))]
+            weak_alias!(concat!("shmem_", $n, "_", $opn, "_inscan"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_", $opn, "_exscan")))]
             pub extern "C" fn exscan(team: TeamH, dest: *mut $t, src: *const $t, nreduce: usize) -> c_int {
                 const CALL: &str = concat!("shmem_", $n, "_", $opn, "_exscan");
                 team_call(CALL, team, |rt, t| scan::<$op, $t>(rt, CALL, t, dest.cast(), src.cast(), nreduce, true))
             }
+            weak_alias!(concat!("shmem_", $n, "_", $opn, "_exscan"));
         }
     )*};
 }

@@ -203,130 +203,150 @@ macro_rules! rma_family {
             type T = $t;
             const ES: usize = size_of::<T>();
 
-            #[unsafe(export_name = $name!("shmem_", $n, "put", ""))]
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "put", "")))]
             pub unsafe extern "C" fn put(dest: *mut T, source: *const T, nelems: usize, pe: c_int) {
                 const CALL: &str = $name!("shmem_", $n, "put", "");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `nelems` readable elements at `source`.
                 unsafe { put_bytes(CALL, DEFAULT, dest.cast(), source.cast(), len, pe, false) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "put", ""))]
+            weak_alias!($name!("shmem_", $n, "put", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "put", "")))]
             pub unsafe extern "C" fn ctx_put(ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, pe: c_int) {
                 const CALL: &str = $name!("shmem_ctx_", $n, "put", "");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `nelems` readable elements at `source`.
                 unsafe { put_bytes(CALL, ctx, dest.cast(), source.cast(), len, pe, false) }
             }
-            #[unsafe(export_name = $name!("shmem_", $n, "put", "_nbi"))]
+            weak_alias!($name!("shmem_ctx_", $n, "put", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "put", "_nbi")))]
             pub unsafe extern "C" fn put_nbi(dest: *mut T, source: *const T, nelems: usize, pe: c_int) {
                 const CALL: &str = $name!("shmem_", $n, "put", "_nbi");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `source` stays valid until quiet.
                 unsafe { put_bytes(CALL, DEFAULT, dest.cast(), source.cast(), len, pe, true) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "put", "_nbi"))]
+            weak_alias!($name!("shmem_", $n, "put", "_nbi"));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "put", "_nbi")))]
             pub unsafe extern "C" fn ctx_put_nbi(ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, pe: c_int) {
                 const CALL: &str = $name!("shmem_ctx_", $n, "put", "_nbi");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `source` stays valid until quiet.
                 unsafe { put_bytes(CALL, ctx, dest.cast(), source.cast(), len, pe, true) }
             }
-            #[unsafe(export_name = $name!("shmem_", $n, "get", ""))]
+            weak_alias!($name!("shmem_ctx_", $n, "put", "_nbi"));
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "get", "")))]
             pub unsafe extern "C" fn get(dest: *mut T, source: *const T, nelems: usize, pe: c_int) {
                 const CALL: &str = $name!("shmem_", $n, "get", "");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `nelems` writable elements at `dest`.
                 unsafe { get_bytes(CALL, DEFAULT, dest.cast(), source.cast(), len, pe, false) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "get", ""))]
+            weak_alias!($name!("shmem_", $n, "get", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "get", "")))]
             pub unsafe extern "C" fn ctx_get(ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, pe: c_int) {
                 const CALL: &str = $name!("shmem_ctx_", $n, "get", "");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `nelems` writable elements at `dest`.
                 unsafe { get_bytes(CALL, ctx, dest.cast(), source.cast(), len, pe, false) }
             }
-            #[unsafe(export_name = $name!("shmem_", $n, "get", "_nbi"))]
+            weak_alias!($name!("shmem_ctx_", $n, "get", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "get", "_nbi")))]
             pub unsafe extern "C" fn get_nbi(dest: *mut T, source: *const T, nelems: usize, pe: c_int) {
                 const CALL: &str = $name!("shmem_", $n, "get", "_nbi");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `dest` stays valid until quiet.
                 unsafe { get_bytes(CALL, DEFAULT, dest.cast(), source.cast(), len, pe, true) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "get", "_nbi"))]
+            weak_alias!($name!("shmem_", $n, "get", "_nbi"));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "get", "_nbi")))]
             pub unsafe extern "C" fn ctx_get_nbi(ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, pe: c_int) {
                 const CALL: &str = $name!("shmem_ctx_", $n, "get", "_nbi");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `dest` stays valid until quiet.
                 unsafe { get_bytes(CALL, ctx, dest.cast(), source.cast(), len, pe, true) }
             }
-            #[unsafe(export_name = $name!("shmem_", $n, "iput", ""))]
+            weak_alias!($name!("shmem_ctx_", $n, "get", "_nbi"));
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "iput", "")))]
             pub unsafe extern "C" fn iput(dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int) {
                 // SAFETY: the C contract: the strided source elements are readable.
                 unsafe { strided($name!("shmem_", $n, "iput", ""), DEFAULT, true, dest.cast(), source.cast(), dst, sst, 1, nelems, ES, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "iput", ""))]
+            weak_alias!($name!("shmem_", $n, "iput", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "iput", "")))]
             pub unsafe extern "C" fn ctx_iput(ctx: CtxH, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int) {
                 // SAFETY: the C contract: the strided source elements are readable.
                 unsafe { strided($name!("shmem_ctx_", $n, "iput", ""), ctx, true, dest.cast(), source.cast(), dst, sst, 1, nelems, ES, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_", $n, "iget", ""))]
+            weak_alias!($name!("shmem_ctx_", $n, "iput", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "iget", "")))]
             pub unsafe extern "C" fn iget(dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int) {
                 // SAFETY: the C contract: the strided destination elements are writable.
                 unsafe { strided($name!("shmem_", $n, "iget", ""), DEFAULT, false, dest.cast(), source.cast(), dst, sst, 1, nelems, ES, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "iget", ""))]
+            weak_alias!($name!("shmem_", $n, "iget", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "iget", "")))]
             pub unsafe extern "C" fn ctx_iget(ctx: CtxH, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int) {
                 // SAFETY: the C contract: the strided destination elements are writable.
                 unsafe { strided($name!("shmem_ctx_", $n, "iget", ""), ctx, false, dest.cast(), source.cast(), dst, sst, 1, nelems, ES, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_", $n, "ibput", ""))]
+            weak_alias!($name!("shmem_ctx_", $n, "iget", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "ibput", "")))]
             pub unsafe extern "C" fn ibput(dest: *mut T, source: *const T, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
                 // SAFETY: the C contract: the source blocks are readable.
                 unsafe { strided($name!("shmem_", $n, "ibput", ""), DEFAULT, true, dest.cast(), source.cast(), dst, sst, bsize, nblocks, ES, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "ibput", ""))]
+            weak_alias!($name!("shmem_", $n, "ibput", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "ibput", "")))]
             pub unsafe extern "C" fn ctx_ibput(ctx: CtxH, dest: *mut T, source: *const T, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
                 // SAFETY: the C contract: the source blocks are readable.
                 unsafe { strided($name!("shmem_ctx_", $n, "ibput", ""), ctx, true, dest.cast(), source.cast(), dst, sst, bsize, nblocks, ES, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_", $n, "ibget", ""))]
+            weak_alias!($name!("shmem_ctx_", $n, "ibput", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "ibget", "")))]
             pub unsafe extern "C" fn ibget(dest: *mut T, source: *const T, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
                 // SAFETY: the C contract: the destination blocks are writable.
                 unsafe { strided($name!("shmem_", $n, "ibget", ""), DEFAULT, false, dest.cast(), source.cast(), dst, sst, bsize, nblocks, ES, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "ibget", ""))]
+            weak_alias!($name!("shmem_", $n, "ibget", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "ibget", "")))]
             pub unsafe extern "C" fn ctx_ibget(ctx: CtxH, dest: *mut T, source: *const T, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
                 // SAFETY: the C contract: the destination blocks are writable.
                 unsafe { strided($name!("shmem_ctx_", $n, "ibget", ""), ctx, false, dest.cast(), source.cast(), dst, sst, bsize, nblocks, ES, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_", $n, "put", "_signal"))]
+            weak_alias!($name!("shmem_ctx_", $n, "ibget", ""));
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "put", "_signal")))]
             pub unsafe extern "C" fn put_signal_(dest: *mut T, source: *const T, nelems: usize, sig: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
                 const CALL: &str = $name!("shmem_", $n, "put", "_signal");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `nelems` readable elements at `source`.
                 unsafe { put_signal(CALL, DEFAULT, dest.cast(), source.cast(), len, sig, signal, sig_op, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "put", "_signal"))]
+            weak_alias!($name!("shmem_", $n, "put", "_signal"));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "put", "_signal")))]
             pub unsafe extern "C" fn ctx_put_signal(ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, sig: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
                 const CALL: &str = $name!("shmem_ctx_", $n, "put", "_signal");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `nelems` readable elements at `source`.
                 unsafe { put_signal(CALL, ctx, dest.cast(), source.cast(), len, sig, signal, sig_op, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_", $n, "put", "_signal_nbi"))]
+            weak_alias!($name!("shmem_ctx_", $n, "put", "_signal"));
+            #[unsafe(export_name = concat!("p", $name!("shmem_", $n, "put", "_signal_nbi")))]
             pub unsafe extern "C" fn put_signal_nbi(dest: *mut T, source: *const T, nelems: usize, sig: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
                 const CALL: &str = $name!("shmem_", $n, "put", "_signal_nbi");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `nelems` readable elements at `source` (completed before return).
                 unsafe { put_signal(CALL, DEFAULT, dest.cast(), source.cast(), len, sig, signal, sig_op, pe) }
             }
-            #[unsafe(export_name = $name!("shmem_ctx_", $n, "put", "_signal_nbi"))]
+            weak_alias!($name!("shmem_", $n, "put", "_signal_nbi"));
+            #[unsafe(export_name = concat!("p", $name!("shmem_ctx_", $n, "put", "_signal_nbi")))]
             pub unsafe extern "C" fn ctx_put_signal_nbi(ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, sig: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
                 const CALL: &str = $name!("shmem_ctx_", $n, "put", "_signal_nbi");
                 let len = ok(nbytes(rt(CALL), CALL, nelems, ES));
                 // SAFETY: the C contract: `nelems` readable elements at `source` (completed before return).
                 unsafe { put_signal(CALL, ctx, dest.cast(), source.cast(), len, sig, signal, sig_op, pe) }
             }
+            weak_alias!($name!("shmem_ctx_", $n, "put", "_signal_nbi"));
         }
     )*};
 }
@@ -364,17 +384,19 @@ macro_rules! rma_pg {
             type T = $t;
             const ES: usize = size_of::<T>();
 
-            #[unsafe(export_name = concat!("shmem_", $n, "_p"))]
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_p")))]
             pub unsafe extern "C" fn p(dest: *mut T, value: T, pe: c_int) {
                 // SAFETY: `value` is a local of `ES` bytes.
                 unsafe { put_bytes(concat!("shmem_", $n, "_p"), DEFAULT, dest.cast(), (&raw const value).cast(), ES, pe, false) }
             }
-            #[unsafe(export_name = concat!("shmem_ctx_", $n, "_p"))]
+            weak_alias!(concat!("shmem_", $n, "_p"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_p")))]
             pub unsafe extern "C" fn ctx_p(ctx: CtxH, dest: *mut T, value: T, pe: c_int) {
                 // SAFETY: `value` is a local of `ES` bytes.
                 unsafe { put_bytes(concat!("shmem_ctx_", $n, "_p"), ctx, dest.cast(), (&raw const value).cast(), ES, pe, false) }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_g"))]
+            weak_alias!(concat!("shmem_ctx_", $n, "_p"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_g")))]
             pub unsafe extern "C" fn g(source: *const T, pe: c_int) -> T {
                 let mut v = std::mem::MaybeUninit::<T>::zeroed();
                 // SAFETY: `v` is a local of `ES` writable bytes.
@@ -382,7 +404,8 @@ macro_rules! rma_pg {
                 // SAFETY: zero-initialized, then overwritten with a value's bytes; every bit pattern is a valid `T`.
                 unsafe { v.assume_init() }
             }
-            #[unsafe(export_name = concat!("shmem_ctx_", $n, "_g"))]
+            weak_alias!(concat!("shmem_", $n, "_g"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $n, "_g")))]
             pub unsafe extern "C" fn ctx_g(ctx: CtxH, source: *const T, pe: c_int) -> T {
                 let mut v = std::mem::MaybeUninit::<T>::zeroed();
                 // SAFETY: `v` is a local of `ES` writable bytes.
@@ -390,6 +413,7 @@ macro_rules! rma_pg {
                 // SAFETY: zero-initialized, then overwritten with a value's bytes; every bit pattern is a valid `T`.
                 unsafe { v.assume_init() }
             }
+            weak_alias!(concat!("shmem_ctx_", $n, "_g"));
         }
     )*};
 }
@@ -414,14 +438,16 @@ mod pg {
 /// `shmem_signal_add` / `shmem_signal_set` (1.6) and their ctx forms.
 macro_rules! signal_update {
     ($($f:ident $cf:ident $name:literal $op:ident;)*) => {$(
-        #[unsafe(export_name = concat!("shmem_", $name))]
+        #[unsafe(export_name = concat!("p", concat!("shmem_", $name)))]
         unsafe extern "C" fn $f(sig: *mut u64, signal: u64, pe: c_int) {
             signal_amo(concat!("shmem_", $name), DEFAULT, sig, signal, conduits::AmoOp::$op, pe)
         }
-        #[unsafe(export_name = concat!("shmem_ctx_", $name))]
+        weak_alias!(concat!("shmem_", $name));
+        #[unsafe(export_name = concat!("p", concat!("shmem_ctx_", $name)))]
         unsafe extern "C" fn $cf(ctx: CtxH, sig: *mut u64, signal: u64, pe: c_int) {
             signal_amo(concat!("shmem_ctx_", $name), ctx, sig, signal, conduits::AmoOp::$op, pe)
         }
+        weak_alias!(concat!("shmem_ctx_", $name));
     )*};
 }
 signal_update!(

@@ -30,26 +30,34 @@ fn level_code(l: ThreadLevel) -> c_int {
     }
 }
 
-/// Serializes init and finalize.
-static LIFECYCLE: Mutex<()> = Mutex::new(());
+/// Serializes init and finalize; counts the initializations that a
+/// finalize has not yet matched (OpenSHMEM 1.6: `shmem_init` may be called
+/// again, each call matched by a `shmem_finalize`; the last one releases
+/// the library, which may then be initialized again).
+static LIFECYCLE: Mutex<usize> = Mutex::new(0);
 
-fn start(level: ThreadLevel) {
-    let _g = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
+fn start(level: ThreadLevel, start_pes: bool) {
+    let mut inits = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
     if !RT.load(Ordering::Acquire).is_null() {
-        return; // already running: a second shmem_init does nothing
+        // Already running: one more initialization to match (start_pes
+        // has no finalize, so it adds none).
+        if !start_pes {
+            *inits += 1;
+        }
+        return;
     }
-    let r = Config::from_env().and_then(|c| {
-        Runtime::start(
-            c,
-            level,
-            StartOptions {
-                c_api: true,
-                ..StartOptions::default()
-            },
-        )
-    });
+    let opts = StartOptions {
+        c_api: true,
+        start_pes,
+        ..StartOptions::default()
+    };
+    let r = Config::from_env().and_then(|c| Runtime::start(c, level, opts));
     match r {
-        Ok(p) => RT.store(p, Ordering::Release),
+        Ok(p) => {
+            RT.store(p, Ordering::Release);
+            *inits = 1;
+            line_buffered_stdout();
+        }
         Err(e) => {
             conduits::report!("{e}");
             std::process::exit(1)
@@ -57,19 +65,47 @@ fn start(level: ThreadLevel) {
     }
 }
 
-/// `shmem_init`.
-#[unsafe(no_mangle)]
-pub extern "C" fn shmem_init() {
-    start(ThreadLevel::Multiple)
+/// Makes the C `stdout` line-buffered (it is fully buffered on a pipe or
+/// a file), after flushing what the program printed before: every whole
+/// line a PE prints is written out at once, so that when one PE fails and
+/// the launcher stops the others, nothing they printed is lost in a
+/// buffer. `stderr` is unbuffered already.
+fn line_buffered_stdout() {
+    unsafe extern "C" {
+        static mut stdout: *mut libc::FILE;
+    }
+    // SAFETY: glibc's `stdout` is a valid stream for the life of the
+    // process; fflush and setvbuf lock it, and a null buffer lets the
+    // library keep its own. Reading the pointer races with nothing: the
+    // program does not reassign stdout.
+    unsafe {
+        let out = std::ptr::addr_of!(stdout).read();
+        if !out.is_null() {
+            libc::fflush(out);
+            libc::setvbuf(
+                out,
+                std::ptr::null_mut(),
+                libc::_IOLBF,
+                libc::BUFSIZ as usize,
+            );
+        }
+    }
 }
+
+/// `shmem_init`.
+#[unsafe(export_name = "pshmem_init")]
+pub extern "C" fn shmem_init() {
+    start(ThreadLevel::Multiple, false)
+}
+weak_alias!("shmem_init");
 
 /// `shmem_init_thread`: every level is provided as requested.
 ///
 /// # Safety
 /// `provided` must be null or a writable `int`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_init_thread")]
 pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
-    start(level_of(requested));
+    start(level_of(requested), false);
     if !provided.is_null() {
         let got = level_code(rt("shmem_init_thread").thread_level());
         // SAFETY: the C contract: a writable `int`.
@@ -77,12 +113,13 @@ pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_in
     }
     0
 }
+weak_alias!("shmem_init_thread");
 
 /// `shmem_query_thread`.
 ///
 /// # Safety
 /// `provided` must be a writable `int`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_query_thread")]
 pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
     let got = level_code(rt("shmem_query_thread").thread_level());
     if !provided.is_null() {
@@ -90,44 +127,77 @@ pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
         unsafe { provided.write(got) };
     }
 }
+weak_alias!("shmem_query_thread");
 
-/// `start_pes` (deprecated): `shmem_init`; the argument is ignored.
-#[unsafe(no_mangle)]
+/// `start_pes` (deprecated): `shmem_init`, without a finalize to match;
+/// the argument is ignored.
+#[unsafe(export_name = "pstart_pes")]
 pub extern "C" fn start_pes(_npes: c_int) {
-    shmem_init()
+    start(ThreadLevel::Multiple, true)
 }
+weak_alias!("start_pes");
 
-/// `shmem_finalize`: a barrier, then the runtime detaches. Later calls do
-/// nothing.
-#[unsafe(no_mangle)]
+/// `shmem_finalize`: matches one initialization. All but the last are a
+/// barrier; the last is the barrier of finalization, after which the
+/// library is uninitialized (and may be initialized again: the conduit
+/// stays attached to the job until then, or until the process exits).
+/// Calls without a matching initialization do nothing.
+#[unsafe(export_name = "pshmem_finalize")]
 pub extern "C" fn shmem_finalize() {
-    let _g = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
-    let p = RT.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    if p.is_null() || EXITING.load(Ordering::SeqCst) {
+    const CALL: &str = "shmem_finalize";
+    let mut inits = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
+    if RT.load(Ordering::Acquire).is_null() || EXITING.load(Ordering::SeqCst) {
         return;
     }
+    if *inits > 1 {
+        *inits -= 1;
+        ok(rt(CALL).barrier_all(CALL));
+        return;
+    }
+    *inits = 0;
+    super::active::forget();
+    let p = RT.swap(std::ptr::null_mut(), Ordering::AcqRel);
     // SAFETY: `p` came from `Runtime::start`, is unpublished now and is
-    // finished only here (the swap above hands it to one caller).
-    if let Err(e) = unsafe { runtime::finish(p) } {
+    // finished only here (the swap above, under the lock, hands it to one
+    // caller).
+    if let Err(e) = unsafe { runtime::finish_and_park(p) } {
         conduits::report!("{e}");
         std::process::exit(1)
     }
 }
+weak_alias!("shmem_finalize");
+
+/// `shmem_query_initialized` (1.6): 1 between an initialization and the
+/// finalize that matches the last one, 0 otherwise; callable at any time.
+///
+/// # Safety
+/// `initialized` must be a writable `int`.
+#[unsafe(export_name = "pshmem_query_initialized")]
+pub unsafe extern "C" fn shmem_query_initialized(initialized: *mut c_int) {
+    let on = !RT.load(Ordering::Acquire).is_null() && !EXITING.load(Ordering::SeqCst);
+    if !initialized.is_null() {
+        // SAFETY: the C contract: a writable `int`.
+        unsafe { initialized.write(on as c_int) };
+    }
+}
+weak_alias!("shmem_query_initialized");
 
 /// `shmem_global_exit`: ends every PE of the job with `status`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_global_exit")]
 pub extern "C" fn shmem_global_exit(status: c_int) {
     exit_job(status)
 }
+weak_alias!("shmem_global_exit");
 
 macro_rules! int_query {
     ($($name:ident $call:literal)*) => {$(
         /// The PE number or the job size, as a C `int`.
-        #[unsafe(no_mangle)]
+        #[unsafe(export_name = concat!("p", stringify!($name)))]
         pub extern "C" fn $name() -> c_int {
             let rt = rt($call);
             (if $call.contains("my_pe") { rt.my_pe() } else { rt.n_pes() }) as c_int
         }
+        weak_alias!(stringify!($name));
     )*};
 }
 int_query!(
@@ -140,21 +210,23 @@ int_query!(
 );
 
 /// `shmem_pe_accessible`: 1 for every PE of the job.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_pe_accessible")]
 pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
     let rt = rt("shmem_pe_accessible");
     (pe >= 0 && (pe as usize) < rt.n_pes()) as c_int
 }
+weak_alias!("shmem_pe_accessible");
 
 /// `shmem_addr_accessible`: 1 when `addr` is symmetric and `pe` a PE of
 /// the job.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_addr_accessible")]
 pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
     const CALL: &str = "shmem_addr_accessible";
     let rt = rt(CALL);
     (pe >= 0 && (pe as usize) < rt.n_pes() && rt.sym_offset(CALL, addr as usize, 1).is_ok())
         as c_int
 }
+weak_alias!("shmem_addr_accessible");
 
 /// The address of symmetric `dest` on world PE `pe` in this process, or
 /// null where the conduit cannot load and store it.
@@ -181,7 +253,7 @@ pub(crate) fn ptr_on(
 }
 
 /// `shmem_ptr`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_ptr")]
 pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
     const CALL: &str = "shmem_ptr";
     let rt = rt(CALL);
@@ -190,12 +262,13 @@ pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
     }
     ptr_on(rt, CALL, dest, pe as usize)
 }
+weak_alias!("shmem_ptr");
 
 /// `shmem_info_get_version`: 1.5.
 ///
 /// # Safety
 /// `major` and `minor` must be writable `int`s.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_info_get_version")]
 pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
     // SAFETY: the C contract: writable `int`s.
     unsafe {
@@ -203,6 +276,7 @@ pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c
         minor.write(OPENSHMEM_VERSION.1 as c_int);
     }
 }
+weak_alias!("shmem_info_get_version");
 
 /// `SHMEM_MAX_NAME_LEN`.
 pub(crate) const MAX_NAME_LEN: usize = 256;
@@ -211,7 +285,7 @@ pub(crate) const MAX_NAME_LEN: usize = 256;
 ///
 /// # Safety
 /// `name` must have room for `SHMEM_MAX_NAME_LEN` bytes.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_info_get_name")]
 pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
     let s = "fshmem";
     let n = s.len().min(MAX_NAME_LEN - 1);
@@ -222,15 +296,17 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
         name.add(n).write(0);
     }
 }
+weak_alias!("shmem_info_get_name");
 
 macro_rules! ordering {
     ($($name:ident $call:literal $method:ident;)*) => {$(
         /// Completion and ordering on the whole PE.
-        #[unsafe(no_mangle)]
+        #[unsafe(export_name = concat!("p", stringify!($name)))]
         pub extern "C" fn $name() {
             let rt = rt($call);
             ok(rt.$method($call))
         }
+        weak_alias!(stringify!($name));
     )*};
 }
 ordering!(
@@ -241,20 +317,23 @@ ordering!(
 );
 
 /// `shmem_pe_quiet` (1.6): completes this PE's operations (to every PE).
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_pe_quiet")]
 pub extern "C" fn shmem_pe_quiet(_target_pes: *const c_int, _npes: usize) {
     shmem_quiet()
 }
+weak_alias!("shmem_pe_quiet");
 
 /// `shmem_pcontrol`: profiling levels are accepted and ignored.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_pcontrol")]
 pub extern "C" fn shmem_pcontrol(_level: c_int) {}
+weak_alias!("shmem_pcontrol");
 
 macro_rules! no_op {
     ($($name:ident ($($a:ident: $t:ty),*);)*) => {$(
         /// A deprecated cache-management routine: nothing to do.
-        #[unsafe(no_mangle)]
+        #[unsafe(export_name = concat!("p", stringify!($name)))]
         pub extern "C" fn $name($($a: $t),*) {}
+        weak_alias!(stringify!($name));
     )*};
 }
 no_op!(
@@ -316,19 +395,21 @@ fn block(rt: &Runtime, call: &'static str, p: *mut c_void) -> (usize, usize) {
 }
 
 /// `shmem_malloc`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_malloc")]
 pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
     alloc("shmem_malloc", size, 16, false)
 }
+weak_alias!("shmem_malloc");
 
 /// `shmem_malloc_with_hints`: hints are accepted; the memory is the same.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_malloc_with_hints")]
 pub extern "C" fn shmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void {
     alloc("shmem_malloc", size, 16, false)
 }
+weak_alias!("shmem_malloc_with_hints");
 
 /// `shmem_calloc`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_calloc")]
 pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     const CALL: &str = "shmem_calloc";
     // A product that overflows cannot be satisfied: the heap refuses it
@@ -336,15 +417,17 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     let bytes = count.saturating_mul(size);
     alloc(CALL, bytes, 16, true)
 }
+weak_alias!("shmem_calloc");
 
 /// `shmem_align`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_align")]
 pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
     alloc("shmem_align", size, alignment, false)
 }
+weak_alias!("shmem_align");
 
 /// `shmem_free`: null does nothing.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_free")]
 pub extern "C" fn shmem_free(ptr: *mut c_void) {
     const CALL: &str = "shmem_free";
     if ptr.is_null() {
@@ -354,9 +437,10 @@ pub extern "C" fn shmem_free(ptr: *mut c_void) {
     let (off, len) = block(rt, CALL, ptr);
     ok(rt.free_bytes(CALL, off, len));
 }
+weak_alias!("shmem_free");
 
 /// `shmem_realloc`: null allocates, size 0 frees.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_realloc")]
 pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     const CALL: &str = "shmem_realloc";
     if ptr.is_null() {
@@ -371,27 +455,32 @@ pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     // On failure the block stays as it was.
     c_alloc_result(rt, rt.realloc_bytes(CALL, off, len, size, 16))
 }
+weak_alias!("shmem_realloc");
 
 /// `shmalloc` (deprecated).
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmalloc")]
 pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
     shmem_malloc(size)
 }
+weak_alias!("shmalloc");
 
 /// `shfree` (deprecated).
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshfree")]
 pub extern "C" fn shfree(ptr: *mut c_void) {
     shmem_free(ptr)
 }
+weak_alias!("shfree");
 
 /// `shrealloc` (deprecated).
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshrealloc")]
 pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     shmem_realloc(ptr, size)
 }
+weak_alias!("shrealloc");
 
 /// `shmemalign` (deprecated).
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmemalign")]
 pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
     shmem_align(alignment, size)
 }
+weak_alias!("shmemalign");

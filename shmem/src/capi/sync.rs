@@ -221,81 +221,96 @@ macro_rules! sync_family {
             const NOV: *const T = std::ptr::null();
             const NOI: *mut usize = std::ptr::null_mut();
 
-            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until"))]
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_wait_until")))]
             pub unsafe extern "C" fn wait_until(ivar: *mut T, cmp: c_int, value: T) {
                 // SAFETY: the C contract: `ivar` is a valid word.
                 unsafe { multi(concat!("shmem_", $n, "_wait_until"), ivar, 1, std::ptr::null(), cmp, value, NOV, NOI, Mode::All, true) };
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_wait"))]
+            weak_alias!(concat!("shmem_", $n, "_wait_until"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_wait")))]
             pub unsafe extern "C" fn wait(ivar: *mut T, value: T) {
                 // SAFETY: the C contract: `ivar` is a valid word.
                 unsafe { multi(concat!("shmem_", $n, "_wait"), ivar, 1, std::ptr::null(), 1, value, NOV, NOI, Mode::All, true) };
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_test"))]
+            weak_alias!(concat!("shmem_", $n, "_wait"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_test")))]
             pub unsafe extern "C" fn test(ivar: *mut T, cmp: c_int, value: T) -> c_int {
                 // SAFETY: the C contract: `ivar` is a valid word.
                 unsafe { multi(concat!("shmem_", $n, "_test"), ivar, 1, std::ptr::null(), cmp, value, NOV, NOI, Mode::All, false) as c_int }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_all"))]
+            weak_alias!(concat!("shmem_", $n, "_test"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_wait_until_all")))]
             pub unsafe extern "C" fn wait_until_all(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, value: T) {
                 // SAFETY: the C contract: `nelems` valid words and statuses.
                 unsafe { multi(concat!("shmem_", $n, "_wait_until_all"), ivars, nelems, status, cmp, value, NOV, NOI, Mode::All, true) };
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_any"))]
+            weak_alias!(concat!("shmem_", $n, "_wait_until_all"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_wait_until_any")))]
             pub unsafe extern "C" fn wait_until_any(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, value: T) -> usize {
                 // SAFETY: the C contract: `nelems` valid words and statuses.
                 unsafe { multi(concat!("shmem_", $n, "_wait_until_any"), ivars, nelems, status, cmp, value, NOV, NOI, Mode::Any, true) }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_some"))]
+            weak_alias!(concat!("shmem_", $n, "_wait_until_any"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_wait_until_some")))]
             pub unsafe extern "C" fn wait_until_some(ivars: *mut T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T) -> usize {
                 // SAFETY: the C contract: `nelems` valid words, statuses and indices.
                 unsafe { multi(concat!("shmem_", $n, "_wait_until_some"), ivars, nelems, status, cmp, value, NOV, indices, Mode::Some, true) }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_all_vector"))]
+            weak_alias!(concat!("shmem_", $n, "_wait_until_some"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_wait_until_all_vector")))]
             pub unsafe extern "C" fn wait_until_all_vector(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T) {
                 // SAFETY: the C contract: `nelems` valid words, statuses and values.
                 unsafe { multi(concat!("shmem_", $n, "_wait_until_all_vector"), ivars, nelems, status, cmp, 0 as T, values, NOI, Mode::All, true) };
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_any_vector"))]
+            weak_alias!(concat!("shmem_", $n, "_wait_until_all_vector"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_wait_until_any_vector")))]
             pub unsafe extern "C" fn wait_until_any_vector(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T) -> usize {
                 // SAFETY: the C contract: `nelems` valid words, statuses and values.
                 unsafe { multi(concat!("shmem_", $n, "_wait_until_any_vector"), ivars, nelems, status, cmp, 0 as T, values, NOI, Mode::Any, true) }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_wait_until_some_vector"))]
+            weak_alias!(concat!("shmem_", $n, "_wait_until_any_vector"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_wait_until_some_vector")))]
             pub unsafe extern "C" fn wait_until_some_vector(ivars: *mut T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, values: *const T) -> usize {
                 // SAFETY: the C contract: `nelems` valid words, statuses, values and indices.
                 unsafe { multi(concat!("shmem_", $n, "_wait_until_some_vector"), ivars, nelems, status, cmp, 0 as T, values, indices, Mode::Some, true) }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_test_all"))]
+            weak_alias!(concat!("shmem_", $n, "_wait_until_some_vector"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_test_all")))]
             pub unsafe extern "C" fn test_all(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, value: T) -> c_int {
                 // SAFETY: the C contract: `nelems` valid words and statuses.
                 unsafe { multi(concat!("shmem_", $n, "_test_all"), ivars, nelems, status, cmp, value, NOV, NOI, Mode::All, false) as c_int }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_test_any"))]
+            weak_alias!(concat!("shmem_", $n, "_test_all"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_test_any")))]
             pub unsafe extern "C" fn test_any(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, value: T) -> usize {
                 // SAFETY: the C contract: `nelems` valid words and statuses.
                 unsafe { multi(concat!("shmem_", $n, "_test_any"), ivars, nelems, status, cmp, value, NOV, NOI, Mode::Any, false) }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_test_some"))]
+            weak_alias!(concat!("shmem_", $n, "_test_any"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_test_some")))]
             pub unsafe extern "C" fn test_some(ivars: *mut T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T) -> usize {
                 // SAFETY: the C contract: `nelems` valid words, statuses and indices.
                 unsafe { multi(concat!("shmem_", $n, "_test_some"), ivars, nelems, status, cmp, value, NOV, indices, Mode::Some, false) }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_test_all_vector"))]
+            weak_alias!(concat!("shmem_", $n, "_test_some"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_test_all_vector")))]
             pub unsafe extern "C" fn test_all_vector(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T) -> c_int {
                 // SAFETY: the C contract: `nelems` valid words, statuses and values.
                 unsafe { multi(concat!("shmem_", $n, "_test_all_vector"), ivars, nelems, status, cmp, 0 as T, values, NOI, Mode::All, false) as c_int }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_test_any_vector"))]
+            weak_alias!(concat!("shmem_", $n, "_test_all_vector"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_test_any_vector")))]
             pub unsafe extern "C" fn test_any_vector(ivars: *mut T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T) -> usize {
                 // SAFETY: the C contract: `nelems` valid words, statuses and values.
                 unsafe { multi(concat!("shmem_", $n, "_test_any_vector"), ivars, nelems, status, cmp, 0 as T, values, NOI, Mode::Any, false) }
             }
-            #[unsafe(export_name = concat!("shmem_", $n, "_test_some_vector"))]
+            weak_alias!(concat!("shmem_", $n, "_test_any_vector"));
+            #[unsafe(export_name = concat!("p", concat!("shmem_", $n, "_test_some_vector")))]
             pub unsafe extern "C" fn test_some_vector(ivars: *mut T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, values: *const T) -> usize {
                 // SAFETY: the C contract: `nelems` valid words, statuses, values and indices.
                 unsafe { multi(concat!("shmem_", $n, "_test_some_vector"), ivars, nelems, status, cmp, 0 as T, values, indices, Mode::Some, false) }
             }
+            weak_alias!(concat!("shmem_", $n, "_test_some_vector"));
         }
     )*};
 }
@@ -310,18 +325,19 @@ mod typed {
 ///
 /// # Safety
 /// `ivar` must be a valid, aligned `long`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_wait")]
 pub unsafe extern "C" fn shmem_wait(ivar: *mut i64, value: i64) {
     // SAFETY: the C contract.
     unsafe { typed::t_long::wait(ivar, value) }
 }
+weak_alias!("shmem_wait");
 
 /// `shmem_signal_wait_until`: waits until the local signal word satisfies
 /// `cmp`; returns its value.
 ///
 /// # Safety
 /// `sig_addr` must be a valid, aligned `uint64_t`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_signal_wait_until")]
 pub unsafe extern "C" fn shmem_signal_wait_until(
     sig_addr: *mut u64,
     cmp: c_int,
@@ -346,18 +362,20 @@ pub unsafe extern "C" fn shmem_signal_wait_until(
     // SAFETY: as above.
     unsafe { u64::load(sig_addr) }
 }
+weak_alias!("shmem_signal_wait_until");
 
 /// `shmem_signal_fetch`: the local signal word, read atomically.
 ///
 /// # Safety
 /// `sig_addr` must be a valid, aligned `uint64_t`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_signal_fetch")]
 pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
     let rt = rt("shmem_signal_fetch");
     aligned(rt, "shmem_signal_fetch", sig_addr);
     // SAFETY: the C contract: a valid, aligned signal word (checked aligned).
     unsafe { u64::load(sig_addr) }
 }
+weak_alias!("shmem_signal_fetch");
 
 // ----------------------------------------------------------------------
 // Locks: a symmetric `long`, zero when free; the holder's PE number + 1 in
@@ -387,7 +405,7 @@ fn try_lock(rt: &Runtime, call: &'static str, off: usize) -> bool {
 }
 
 /// `shmem_set_lock`: waits until this PE holds the lock.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_set_lock")]
 pub extern "C" fn shmem_set_lock(lock: *mut i64) {
     const CALL: &str = "shmem_set_lock";
     let rt = rt(CALL);
@@ -398,20 +416,22 @@ pub extern "C" fn shmem_set_lock(lock: *mut i64) {
         backoff.snooze();
     }
 }
+weak_alias!("shmem_set_lock");
 
 /// `shmem_test_lock`: takes the lock if free; 0 when taken, 1 when another
 /// PE holds it.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_test_lock")]
 pub extern "C" fn shmem_test_lock(lock: *mut i64) -> c_int {
     const CALL: &str = "shmem_test_lock";
     let rt = rt(CALL);
     let off = lock_word(rt, CALL, lock);
     if try_lock(rt, CALL, off) { 0 } else { 1 }
 }
+weak_alias!("shmem_test_lock");
 
 /// `shmem_clear_lock`: completes this PE's operations (quiet), then
 /// releases the lock.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_clear_lock")]
 pub extern "C" fn shmem_clear_lock(lock: *mut i64) {
     const CALL: &str = "shmem_clear_lock";
     let rt = rt(CALL);
@@ -422,3 +442,4 @@ pub extern "C" fn shmem_clear_lock(lock: *mut i64) {
         .atomic(CtxId::DEFAULT, 0, off, AmoOp::Set, AmoWidth::W64, 0, 0)
         .map_err(|e| rt.err(CALL, e)));
 }
+weak_alias!("shmem_clear_lock");

@@ -61,24 +61,26 @@ fn boxed(t: Team<'static>) -> TeamH {
 }
 
 /// `shmem_team_my_pe`: -1 for `SHMEM_TEAM_INVALID`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_my_pe")]
 pub extern "C" fn shmem_team_my_pe(team: TeamH) -> c_int {
     let rt = rt("shmem_team_my_pe");
     team_state(rt, team).map_or(-1, |t| t.me as c_int)
 }
+weak_alias!("shmem_team_my_pe");
 
 /// `shmem_team_n_pes`: -1 for `SHMEM_TEAM_INVALID`.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_n_pes")]
 pub extern "C" fn shmem_team_n_pes(team: TeamH) -> c_int {
     let rt = rt("shmem_team_n_pes");
     team_state(rt, team).map_or(-1, |t| t.size() as c_int)
 }
+weak_alias!("shmem_team_n_pes");
 
 /// `shmem_team_get_config`.
 ///
 /// # Safety
 /// `config` must be writable when not null.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_get_config")]
 pub unsafe extern "C" fn shmem_team_get_config(
     team: TeamH,
     mask: c_long,
@@ -94,9 +96,10 @@ pub unsafe extern "C" fn shmem_team_get_config(
     }
     0
 }
+weak_alias!("shmem_team_get_config");
 
 /// `shmem_team_translate_pe`: -1 when not a member (or a team is invalid).
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_translate_pe")]
 pub extern "C" fn shmem_team_translate_pe(src: TeamH, pe: c_int, dest: TeamH) -> c_int {
     let rt = rt("shmem_team_translate_pe");
     let (Some(s), Some(d)) = (team_state(rt, src), team_state(rt, dest)) else {
@@ -108,6 +111,7 @@ pub extern "C" fn shmem_team_translate_pe(src: TeamH, pe: c_int, dest: TeamH) ->
         .and_then(|&w| d.rank_of(w))
         .map_or(-1, |r| r as c_int)
 }
+weak_alias!("shmem_team_translate_pe");
 
 /// `shmem_team_split_strided`: 0 on success (with `SHMEM_TEAM_INVALID` on
 /// parent PEs outside the new team), -1 on an invalid split or when no
@@ -115,7 +119,7 @@ pub extern "C" fn shmem_team_translate_pe(src: TeamH, pe: c_int, dest: TeamH) ->
 ///
 /// # Safety
 /// `new_team` must be writable; `config` readable when `mask` names a field.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_split_strided")]
 pub unsafe extern "C" fn shmem_team_split_strided(
     parent: TeamH,
     start: c_int,
@@ -167,6 +171,7 @@ pub unsafe extern "C" fn shmem_team_split_strided(
     }
     out.1
 }
+weak_alias!("shmem_team_split_strided");
 
 /// Prints a team-creation error with `SHMEM_DEBUG` (creation reports
 /// failure through its return value).
@@ -181,7 +186,7 @@ fn report(rt: &Runtime, e: ShmemError) {
 /// # Safety
 /// `xteam` and `yteam` must be writable; configs readable when their masks
 /// name a field.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_split_2d")]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn shmem_team_split_2d(
     parent: TeamH,
@@ -217,10 +222,11 @@ pub unsafe extern "C" fn shmem_team_split_2d(
     }
     code
 }
+weak_alias!("shmem_team_split_2d");
 
 /// `shmem_team_destroy`: collective over the team; the predefined teams
 /// and `SHMEM_TEAM_INVALID` are left alone.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_destroy")]
 pub extern "C" fn shmem_team_destroy(team: TeamH) {
     if matches!(team as usize, 0 | TEAM_WORLD | TEAM_SHARED) {
         return;
@@ -230,10 +236,11 @@ pub extern "C" fn shmem_team_destroy(team: TeamH) {
     let b = unsafe { Box::from_raw(team) };
     ok(b.team.destroy());
 }
+weak_alias!("shmem_team_destroy");
 
 /// `shmem_team_sync`: every PE of the team has arrived. 0, or -1 for an
 /// invalid team.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_sync")]
 pub extern "C" fn shmem_team_sync(team: TeamH) -> c_int {
     const CALL: &str = "shmem_team_sync";
     let rt = rt(CALL);
@@ -243,9 +250,10 @@ pub extern "C" fn shmem_team_sync(team: TeamH) -> c_int {
     ok(Coll::new(rt, t, CALL).and_then(|mut c| c.sync()));
     0
 }
+weak_alias!("shmem_team_sync");
 
 /// `shmem_team_ptr` (1.6): `shmem_ptr` with a team PE number.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "pshmem_team_ptr")]
 pub extern "C" fn shmem_team_ptr(team: TeamH, dest: *const c_void, pe: c_int) -> *mut c_void {
     const CALL: &str = "shmem_team_ptr";
     let rt = rt(CALL);
@@ -259,3 +267,4 @@ pub extern "C" fn shmem_team_ptr(team: TeamH, dest: *const c_void, pe: c_int) ->
         None => std::ptr::null_mut(),
     }
 }
+weak_alias!("shmem_team_ptr");

@@ -1,12 +1,14 @@
 //! The one runtime of the process: its lifecycle state, the pointer through
 //! which the free functions and the C ABI reach it, the exit hook that
-//! reports a PE leaving without finalizing, and finalization.
+//! finalizes a PE leaving without `shmem_finalize`, finalization, and the
+//! conduit the C ABI keeps between a finalize and the next `shmem_init`.
 
-use super::{NOT_FINALIZED_STATUS, Runtime, StartOptions};
+use super::{Backend, Runtime, StartOptions, StaticRegion};
 use crate::config::{Config, ThreadLevel};
 use crate::error::{Result, ShmemError};
 use conduits::wait::Backoff;
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 const UNINIT: u8 = 0;
 const STARTING: u8 = 1;
@@ -17,32 +19,109 @@ static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static GLOBAL: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 static USERS: AtomicUsize = AtomicUsize::new(0);
 
-/// Runs at process exit (glibc `on_exit`, which passes the status): a
-/// process leaving with status 0 while the runtime runs did not finalize.
-/// That is a failure of the job, not a success: say so and exit non-zero,
-/// so that the launcher stops the other PEs (which would otherwise wait for
-/// this one) and the job's status shows it.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
-    if status != 0 || STATE.load(Ordering::Acquire) != RUNNING || conduits::wait::job_exiting() {
-        return;
-    }
-    let p = GLOBAL.load(Ordering::SeqCst);
-    let pe = if p.is_null() {
-        "?".to_string()
-    } else {
-        // SAFETY: GLOBAL is non-null only while the runtime is alive; the
-        // process is exiting, nothing frees it any more.
-        unsafe { (*p).me.to_string() }
-    };
-    conduits::report!(
-        "PE {pe}: exited without calling shmem_finalize; ending the job with status {NOT_FINALIZED_STATUS}"
-    );
+/// Set while the exit hook finalizes: an error then ends the process with
+/// `_exit` (exit is not re-entrant).
+pub(super) static IN_EXIT_HOOK: AtomicBool = AtomicBool::new(false);
+
+/// Flushes stdout and ends the process at once (`_exit`), as an exit
+/// handler must.
+pub(super) fn exit_now(status: i32) -> ! {
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
-    // SAFETY: _exit ends the process at once; calling it from an exit
-    // handler is allowed (unlike exit).
-    unsafe { libc::_exit(NOT_FINALIZED_STATUS) }
+    // SAFETY: _exit ends the process at once; it is allowed anywhere,
+    // exit handlers included.
+    unsafe { libc::_exit(status) }
+}
+
+/// How long a PE finalizing at exit waits for the others before it says
+/// so.
+const EXIT_NOTICE_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether PE 0 warns when the process exits without finalizing (not
+/// after `start_pes`).
+static WARN_AT_EXIT: AtomicBool = AtomicBool::new(true);
+
+/// What the C ABI's last `shmem_finalize` keeps for a later `shmem_init`
+/// (OpenSHMEM 1.6 allows initializing again): the conduit, still attached
+/// to the job, and where the program's static data is mapped on its
+/// segment. The conduit leaves the job at process exit if no `shmem_init`
+/// takes it back.
+pub(super) struct Parked {
+    pub(super) conduit: Backend,
+    pub(super) statics: Option<StaticRegion>,
+}
+
+static PARKED: Mutex<Option<Parked>> = Mutex::new(None);
+
+/// The conduit a previous `shmem_finalize` kept, if any (taken).
+pub(super) fn take_parked() -> Option<Parked> {
+    PARKED.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+/// Runs at process exit (glibc `on_exit`, which passes the status), as
+/// Sandia OpenSHMEM's exit handler does: a process that leaves `main` or
+/// calls `exit(0)` while the runtime runs finalizes here (collectively,
+/// like `shmem_finalize`), and PE 0 says so unless the program started
+/// with `start_pes`, which has no finalize; the process then exits with
+/// its own status. A process that exits with another status does not
+/// wait for its peers (they may be waiting for it): it leaves at once and
+/// the launcher stops the job. A conduit that the C ABI's last
+/// `shmem_finalize` kept for a later `shmem_init` leaves the job here.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
+    if conduits::wait::job_exiting() {
+        return;
+    }
+    if STATE.load(Ordering::Acquire) == RUNNING && status == 0 {
+        let p = GLOBAL.load(Ordering::SeqCst);
+        if !p.is_null() {
+            // SAFETY: GLOBAL is non-null only while the runtime is alive; the
+            // process is exiting on this thread and nothing frees it now.
+            let rt = unsafe { &*p };
+            if rt.me == 0 && WARN_AT_EXIT.load(Ordering::Relaxed) {
+                conduits::report!("PE 0: shutting down without a call to shmem_finalize");
+            }
+            // The finalization waits for every PE; if they are not coming
+            // (they wait for something this PE would have sent), say which
+            // PE waits at exit, once, after a while.
+            let (done, waited) = std::sync::mpsc::channel::<()>();
+            let me = rt.me;
+            let notice = std::thread::Builder::new().spawn(move || {
+                // Disconnected: the finalization ended in time.
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    waited.recv_timeout(EXIT_NOTICE_AFTER)
+                {
+                    conduits::report!(
+                        "PE {me}: left main (or called exit) without shmem_finalize; waiting at exit for the other PEs to finalize"
+                    );
+                }
+            });
+            IN_EXIT_HOOK.store(true, Ordering::Release);
+            conduits::wait::note_exit_handler(true);
+            // As the C ABI's shmem_finalize (a barrier, the conduit kept
+            // until exit, where it leaves the job), so that this PE meets
+            // peers that called shmem_finalize.
+            let finalized = rt
+                .barrier_all("shmem_finalize")
+                .and_then(|()| rt.finalize());
+            conduits::wait::note_exit_handler(false);
+            IN_EXIT_HOOK.store(false, Ordering::Release);
+            drop(done);
+            if let Ok(t) = notice {
+                let _ = t.join();
+            }
+            if let Err(e) = finalized {
+                conduits::report!("{e}");
+                exit_now(1)
+            }
+            STATE.store(FINALIZED, Ordering::Release);
+        }
+    }
+    // Every PE passed the last shmem_finalize's barrier: a peer that is
+    // gone by now is no failure.
+    if let Some(parked) = take_parked() {
+        let _ = parked.conduit.finalize();
+    }
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -90,6 +169,34 @@ pub(crate) unsafe fn finish(rt: *mut Runtime) -> Result<()> {
     res
 }
 
+/// As [`finish`], for the C ABI's last `shmem_finalize`: the barrier of
+/// finalization, then the runtime is freed but its conduit stays attached
+/// to the job, for a later `shmem_init` (OpenSHMEM 1.6) or until the
+/// process exits.
+///
+/// # Safety
+/// As for [`finish`].
+pub(crate) unsafe fn finish_and_park(rt: *mut Runtime) -> Result<()> {
+    // SAFETY: `rt` is live until the Box is rebuilt below (caller contract).
+    let r = unsafe { &*rt };
+    let res = r.barrier_all("shmem_finalize");
+    if r.config.debug {
+        conduits::report!("PE {}: shmem_finalize: done", r.me);
+    }
+    GLOBAL.store(std::ptr::null_mut(), Ordering::SeqCst);
+    let mut backoff = Backoff::new();
+    while USERS.load(Ordering::SeqCst) != 0 {
+        backoff.snooze();
+    }
+    // SAFETY: as in `finish`: unpublished, unused, from `Box::into_raw`.
+    let Runtime {
+        conduit, statics, ..
+    } = *unsafe { Box::from_raw(rt) };
+    *PARKED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parked { conduit, statics });
+    STATE.store(UNINIT, Ordering::Release);
+    res
+}
+
 /// Runs `f` on the global runtime, or errors when none is running. The
 /// runtime cannot be finalized while `f` runs.
 pub(crate) fn with_runtime<R>(call: &'static str, f: impl FnOnce(&Runtime) -> R) -> Result<R> {
@@ -125,6 +232,7 @@ impl Runtime {
             Err(FINALIZED) => return Err(ShmemError::Finalized),
             Err(_) => return Err(ShmemError::AlreadyInitialized),
         }
+        WARN_AT_EXIT.store(!opts.start_pes, Ordering::Relaxed);
         match Self::build(config, thread_level, opts) {
             Ok(rt) => {
                 let p = Box::into_raw(Box::new(rt));

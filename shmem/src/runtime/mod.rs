@@ -57,7 +57,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 mod global;
 
-pub(crate) use global::{finish, with_runtime};
+use global::{IN_EXIT_HOOK, Parked, exit_now, take_parked};
+pub(crate) use global::{finish, finish_and_park, with_runtime};
 
 /// Offsets of the runtime-internal region of the segment.
 pub mod layout {
@@ -103,6 +104,9 @@ pub(crate) struct StartOptions {
     /// Started by the C ABI: reserve the active-set slots and make the
     /// executable's static data symmetric.
     pub(crate) c_api: bool,
+    /// Started by the deprecated `start_pes`, whose programs never
+    /// finalize: no warning when the process exits.
+    pub(crate) start_pes: bool,
     /// The conduit chosen in code ([`crate::Builder::conduit`]), instead
     /// of `FSHMEM_CONDUIT`.
     pub(crate) conduit: Option<conduits::ConduitKind>,
@@ -142,10 +146,6 @@ pub struct Runtime {
     /// First active-set slot and how many there are (C ABI; 0 otherwise).
     pub(crate) active_sets: (usize, usize),
 }
-
-/// Exit status of a process that exits (with status 0) while the runtime
-/// is initialized and not finalized.
-pub const NOT_FINALIZED_STATUS: i32 = 1;
 
 /// Exit status of a job ended because a wait made no progress for
 /// `FSHMEM_WAIT_TIMEOUT`.
@@ -188,8 +188,32 @@ impl Runtime {
                 expected: "a size that leaves room for the runtime's regions".to_string(),
             })?;
         let me = job.rank;
-        let conduit = AnyConduit::attach(&job, SegmentRequest::Own(segment_len), &config.conduit)
-            .map_err(|e| ShmemError::conduit(me, "shmem_init", e))?;
+        let (conduit, parked_statics) = match take_parked() {
+            Some(p) => {
+                let (conduit, statics) = Self::reuse(p, segment_len, heap_len)?;
+                (conduit, Some(statics))
+            }
+            None => {
+                let c = AnyConduit::attach(&job, SegmentRequest::Own(segment_len), &config.conduit)
+                    .map_err(|e| match e {
+                        // Name the setting that asked for the space.
+                        ConduitError::NoSpace { what, asked, free } => ShmemError::conduit(
+                            me,
+                            "shmem_init",
+                            ConduitError::NoSpace {
+                                what: format!(
+                                    "the symmetric heap (SHMEM_SYMMETRIC_SIZE={}) in {what}",
+                                    format_size(heap_len as u64)
+                                ),
+                                asked,
+                                free,
+                            },
+                        ),
+                        e => ShmemError::conduit(me, "shmem_init", e),
+                    })?;
+                (c, None)
+            }
+        };
         let got = conduit.segment_len();
         if got < segment_len {
             return Err(ShmemError::conduit(
@@ -223,6 +247,8 @@ impl Runtime {
         };
         let static_off = static_off.unwrap_or(0);
         let statics = match (statics, conduit.segment_backing()) {
+            // Initialized again: the static data is still mapped.
+            _ if parked_statics.is_some() => parked_statics.flatten(),
             (Some(data), Some(backing)) => {
                 // SAFETY: `data` comes from `find`; the region
                 // `static_off..+data.len` is page-aligned and inside the
@@ -267,6 +293,41 @@ impl Runtime {
             .map_err(|e| ShmemError::conduit(rt.me, "shmem_init", e))?;
         rt.announce();
         Ok(rt)
+    }
+
+    /// Takes back the conduit a previous `shmem_finalize` of the C ABI
+    /// kept: the segment must have the same size (the same
+    /// `SHMEM_SYMMETRIC_SIZE`, so that the static data stays where it is
+    /// mapped). Clears the runtime's region and the collective pool of
+    /// this PE's segment: every PE passed the last finalize's barrier, so
+    /// nothing more arrives there before the start-up barrier.
+    fn reuse(
+        p: Parked,
+        segment_len: usize,
+        heap_len: usize,
+    ) -> Result<(Backend, Option<StaticRegion>)> {
+        let got = p.conduit.segment_len();
+        let me = p.conduit.rank();
+        if got != segment_len {
+            let _ = p.conduit.finalize();
+            return Err(ShmemError::Config {
+                var: "SHMEM_SYMMETRIC_SIZE",
+                value: heap_len.to_string(),
+                expected: format!(
+                    "the size the library was first initialized with (PE {me}: a segment of {got} bytes, now {segment_len} asked)"
+                ),
+            });
+        }
+        let base = p.conduit.local_segment();
+        let pool = layout::team_pool(heap_len);
+        let pool_end = p.statics.map_or(segment_len, |s| s.offset);
+        for (start, end) in [(0, layout::HEAP), (pool, pool_end)] {
+            // SAFETY: both ranges lie inside this PE's segment (the runtime
+            // region and the collective pool, before the static data); no
+            // peer writes them until the start-up barrier (see above).
+            unsafe { std::ptr::write_bytes(base.add(start), 0, end - start) };
+        }
+        Ok((p.conduit, p.statics))
     }
 
     fn write_header(&self) {
@@ -370,6 +431,18 @@ impl Runtime {
         }
     }
 
+    /// `shmem_global_exit`: ends every PE of the job with `status`. A PE
+    /// that ends the job with a failure status first tells the launcher
+    /// (`oshrun`) that it is the PE that failed, so that oshrun names it
+    /// even when it sees another PE, stopped by the global exit, end
+    /// first.
+    pub(crate) fn global_exit(&self, status: i32) -> ! {
+        if status != 0 {
+            conduits::job::tell_launcher_failed(self.me);
+        }
+        self.conduit.global_exit(status)
+    }
+
     /// Wraps a conduit error. A wait that made no progress for
     /// `FSHMEM_WAIT_TIMEOUT` is not returned: it is reported on stderr and
     /// ends the job with [`WAIT_TIMEOUT_STATUS`].
@@ -379,6 +452,11 @@ impl Runtime {
         let e = ShmemError::conduit(self.me, call, e);
         if timed_out {
             conduits::report!("{e}; ending the job");
+            if IN_EXIT_HOOK.load(Ordering::Acquire) {
+                // The process is already exiting (finalizing at exit): leave
+                // at once; the peers find this PE gone.
+                exit_now(WAIT_TIMEOUT_STATUS)
+            }
             self.conduit.global_exit(WAIT_TIMEOUT_STATUS);
         }
         e

@@ -40,18 +40,24 @@ fn build(name: &str, exe_name: &str, extra: &[&str]) -> PathBuf {
     std::fs::create_dir_all(&out_dir).expect("create capi-tests");
     let exe = out_dir.join(exe_name);
     let src = c_dir().join(format!("{name}.c"));
-    let mut cmd = Command::new(bin("oshcc"));
-    cmd.args([
-        "-std=c11",
-        "-O1",
-        "-Wall",
-        "-Wextra",
-        "-Wno-unused-parameter",
-    ])
-    .arg("-o")
-    .arg(&exe)
-    .arg(&src)
-    .args(extra);
+    // A `-x c++` among the extra arguments builds the C file as C++.
+    let cxx = extra.contains(&"c++");
+    let mut cmd = Command::new(bin(if cxx { "oshcxx" } else { "oshcc" }));
+    if cxx {
+        cmd.args(["-x", "c++", "-std=c++17"]);
+    } else {
+        cmd.arg("-std=c11");
+    }
+    let extra: Vec<&str> = extra
+        .iter()
+        .copied()
+        .filter(|a| *a != "-x" && *a != "c++")
+        .collect();
+    cmd.args(["-O1", "-Wall", "-Wextra", "-Wno-unused-parameter"])
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .args(&extra);
     let out = run(&mut cmd, Duration::from_secs(120));
     assert_eq!(
         out.code(),

@@ -1,0 +1,347 @@
+//! A board around the core: the Verilated [`Core`], its memory served by an
+//! [`AxiMemory`] over a [`Dram`], its two link ports as frame queues, and
+//! BAR0 loads and stores as the host makes them. Every method that touches
+//! the core advances the clock; nothing happens between cycles.
+
+use crate::link::{RxFeeder, TxCollector};
+use crate::memory::{AxiMemory, Dram};
+use crate::model::{Core, ModelError};
+use crate::signals::{Inputs, Outputs};
+
+/// How a board is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BoardConfig {
+    /// Strapped `NODE_ID` (its reset value).
+    pub node: u16,
+    /// Strapped `NODE_COUNT`.
+    pub nodes: u16,
+    /// Cycles from a memory read request to its first data beat.
+    pub mem_latency: u32,
+    /// Cycles from a memory write's last beat to its write response.
+    pub mem_write_latency: u32,
+    /// Percent of cycles the memory withholds ready/valid (0: never).
+    pub mem_stall_percent: u32,
+    /// Core cycles per microsecond tick (`None`: ticks are given with
+    /// [`Board::tick`], e.g. from wall time).
+    pub cycles_per_tick: Option<u32>,
+    /// First retransmission timeout, in ticks.
+    pub rto_ticks: u32,
+    /// Largest retransmission timeout, in ticks.
+    pub rto_max_ticks: u32,
+    /// Ticks without progress before a peer is declared dead.
+    pub peer_timeout_ticks: u32,
+    /// Cycles an acknowledgement may wait for a frame to ride on.
+    pub ack_delay_cycles: u16,
+    /// Ticks between two NACKs to one peer.
+    pub nack_hold_ticks: u16,
+}
+
+impl Default for BoardConfig {
+    /// One node of one, 100-cycle memory reads and writes, 250 cycles per microsecond
+    /// (a 250 MHz clock), a 20 us first retransmission timeout.
+    fn default() -> Self {
+        BoardConfig {
+            node: 0,
+            nodes: 1,
+            mem_latency: 100,
+            mem_write_latency: 100,
+            mem_stall_percent: 0,
+            cycles_per_tick: Some(250),
+            rto_ticks: 20,
+            rto_max_ticks: 10_000,
+            peer_timeout_ticks: 10_000_000,
+            ack_delay_cycles: 64,
+            nack_hold_ticks: 5,
+        }
+    }
+}
+
+/// Something the board did in a cycle, recorded when tracing is on
+/// ([`Board::set_trace`]): the raw material of the cycle figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The first beat of a frame left on this port: the port and the
+    /// frame's type code (spec/wire.md).
+    TxStart(usize, u8),
+    /// The last beat of a frame left on this port.
+    TxEnd(usize),
+    /// The first beat of a frame arrived on this port.
+    RxStart(usize),
+    /// A write beat to board memory was accepted.
+    MemWrite,
+    /// A read burst from board memory at this address was accepted.
+    MemRead(u64),
+    /// The MSI output pulsed.
+    Msi,
+}
+
+/// A core with its memory and ports. See the [module docs](self).
+pub struct Board<D: Dram> {
+    core: Core,
+    cfg: BoardConfig,
+    inp: Inputs,
+    out: Outputs,
+    mem: AxiMemory,
+    dram: D,
+    tx: [TxCollector; 2],
+    rx: [RxFeeder; 2],
+    cycle: u64,
+    tick_pending: bool,
+    msi: u64,
+    trace: Option<Vec<(u64, Event)>>,
+    tx_mid: [bool; 2],
+    rx_mid: [bool; 2],
+}
+
+impl<D: Dram> std::fmt::Debug for Board<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Board")
+            .field("cfg", &self.cfg)
+            .field("cycle", &self.cycle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: Dram> Board<D> {
+    /// A board over `dram` (its BAR2 window), reset and ready for bring-up
+    /// (`spec/registers.md` section 6.4).
+    pub fn new(cfg: BoardConfig, dram: D) -> Result<Board<D>, ModelError> {
+        let mut b = Board {
+            core: Core::new()?,
+            cfg,
+            inp: Inputs::default(),
+            out: Outputs::default(),
+            mem: AxiMemory::new(cfg.mem_latency, cfg.mem_write_latency)
+                .with_stalls(cfg.mem_stall_percent, 0x5EED ^ cfg.node as u64),
+            dram,
+            tx: Default::default(),
+            rx: Default::default(),
+            cycle: 0,
+            tick_pending: false,
+            msi: 0,
+            trace: None,
+            tx_mid: [false; 2],
+            rx_mid: [false; 2],
+        };
+        b.inp.strap_node_id = cfg.node;
+        b.inp.strap_node_count = cfg.nodes as u32;
+        b.inp.strap_window_size = b.dram.len();
+        b.inp.rto_ticks = cfg.rto_ticks;
+        b.inp.rto_max_ticks = cfg.rto_max_ticks;
+        b.inp.peer_timeout_ticks = cfg.peer_timeout_ticks;
+        b.inp.ack_delay_cycles = cfg.ack_delay_cycles;
+        b.inp.nack_hold_ticks = cfg.nack_hold_ticks;
+        b.inp.link_up = 3;
+        b.inp.link_present = 3;
+        b.inp.link_rate = 40 | 40 << 8;
+        let n = cfg.nodes.max(1) as u32;
+        let me = cfg.node as u32;
+        b.inp.link_peer = ((me + 1) % n) | (((me + n - 1) % n) << 16);
+        b.inp.tx_ready = [1, 1];
+        b.inp.rst_n = 0;
+        b.cycle();
+        b.cycle();
+        b.inp.rst_n = 1;
+        // The power-on reset clears the rings (as a soft reset does).
+        while b.read32(gasnet_ctrl()) & 2 != 0 {}
+        Ok(b)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> BoardConfig {
+        self.cfg
+    }
+
+    /// Cycles clocked so far.
+    pub fn cycles(&self) -> u64 {
+        self.cycle
+    }
+
+    /// The memory behind the port.
+    pub fn dram(&self) -> &D {
+        &self.dram
+    }
+
+    /// The memory behind the port, for the host's own stores.
+    pub fn dram_mut(&mut self) -> &mut D {
+        &mut self.dram
+    }
+
+    /// The memory port's counters.
+    pub fn mem_stats(&self) -> crate::memory::MemStats {
+        self.mem.stats()
+    }
+
+    /// Sets the strapped port status (bit per port), e.g. to take a link down.
+    pub fn set_link(&mut self, up: u8, present: u8) {
+        self.inp.link_up = up & 3;
+        self.inp.link_present = present & 3;
+    }
+
+    /// Sets the peers named by `LINKn_PEER`.
+    pub fn set_link_peers(&mut self, port0: u16, port1: u16) {
+        self.inp.link_peer = port0 as u32 | (port1 as u32) << 16;
+    }
+
+    /// Asks for one timebase tick on the next cycle (when ticks are not
+    /// derived from the clock).
+    pub fn tick(&mut self) {
+        self.tick_pending = true;
+    }
+
+    /// Whether the core reports work in progress, or a port has frames
+    /// queued to it or from it, or memory transactions are open.
+    pub fn busy(&self) -> bool {
+        self.out.busy == 1
+            || self.rx.iter().any(|r| r.pending() > 0)
+            || self.tx.iter().any(TxCollector::is_active)
+            || !self.mem.is_idle()
+    }
+
+    /// MSI pulses seen so far.
+    pub fn msi_count(&self) -> u64 {
+        self.msi
+    }
+
+    /// Starts (or stops) recording [`Event`]s.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+
+    /// The events recorded since the last call: (cycle, event).
+    pub fn take_trace(&mut self) -> Vec<(u64, Event)> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn note(&mut self, e: Event) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push((self.cycle, e));
+        }
+    }
+
+    /// One clock cycle without a BAR0 access.
+    pub fn cycle(&mut self) {
+        self.inp.bar0_valid = 0;
+        self.inp.bar0_write = 0;
+        self.clock();
+    }
+
+    fn clock(&mut self) {
+        self.inp.tick_us = u8::from(match self.cfg.cycles_per_tick {
+            Some(n) => n > 0 && self.cycle % n as u64 == 0,
+            None => std::mem::take(&mut self.tick_pending),
+        });
+        self.mem.drive(&self.dram, &mut self.inp);
+        for p in 0..2 {
+            match self.rx[p].current() {
+                Some(b) => {
+                    self.inp.rx_valid[p] = 1;
+                    self.inp.rx_data[p] = b.data;
+                    self.inp.rx_keep[p] = b.keep;
+                    self.inp.rx_last[p] = u8::from(b.last);
+                }
+                None => {
+                    self.inp.rx_valid[p] = 0;
+                    self.inp.rx_last[p] = 0;
+                }
+            }
+        }
+        self.out = self.core.step(&self.inp);
+        self.mem.observe(&mut self.dram, &self.inp, &self.out);
+        if self.trace.is_some() {
+            if self.inp.wready == 1 && self.out.wvalid == 1 {
+                self.note(Event::MemWrite);
+            }
+            if self.inp.arready == 1 && self.out.arvalid == 1 {
+                self.note(Event::MemRead(self.out.araddr));
+            }
+        }
+        for p in 0..2 {
+            if self.inp.rx_valid[p] == 1 {
+                if !self.rx_mid[p] {
+                    self.note(Event::RxStart(p));
+                }
+                self.rx_mid[p] = self.inp.rx_last[p] == 0;
+                self.rx[p].advance();
+            }
+            if self.out.tx_valid[p] == 1 && self.inp.tx_ready[p] == 1 {
+                if !self.tx_mid[p] {
+                    self.note(Event::TxStart(p, self.out.tx_data[p][1]));
+                }
+                self.tx_mid[p] = self.out.tx_last[p] == 0;
+                if self.out.tx_last[p] == 1 {
+                    self.note(Event::TxEnd(p));
+                }
+                self.tx[p].beat(
+                    &self.out.tx_data[p],
+                    self.out.tx_keep[p],
+                    self.out.tx_last[p] == 1,
+                );
+            }
+        }
+        if self.out.msi == 1 {
+            self.msi += 1;
+            self.note(Event::Msi);
+        }
+        self.cycle += 1;
+    }
+
+    /// A 32-bit BAR0 store (one cycle).
+    pub fn write32(&mut self, offset: usize, value: u32) {
+        self.inp.bar0_valid = 1;
+        self.inp.bar0_write = 1;
+        self.inp.bar0_addr = offset as u16;
+        self.inp.bar0_wdata = value;
+        self.clock();
+        self.inp.bar0_valid = 0;
+        self.inp.bar0_write = 0;
+    }
+
+    /// A 32-bit BAR0 load (two cycles: request, data).
+    pub fn read32(&mut self, offset: usize) -> u32 {
+        self.inp.bar0_valid = 1;
+        self.inp.bar0_write = 0;
+        self.inp.bar0_addr = offset as u16;
+        self.clock();
+        self.inp.bar0_valid = 0;
+        self.clock();
+        debug_assert_eq!(self.out.bar0_rvalid, 1);
+        self.out.bar0_rdata
+    }
+
+    /// A 64-bit register pair as the host writes it (low word first).
+    pub fn write64(&mut self, offset: usize, value: u64) {
+        self.write32(offset, value as u32);
+        self.write32(offset + 4, (value >> 32) as u32);
+    }
+
+    /// A 64-bit counter, read HI, LO, HI as `spec/registers.md` section 1 says.
+    pub fn read64(&mut self, offset: usize) -> u64 {
+        loop {
+            let hi = self.read32(offset + 4);
+            let lo = self.read32(offset);
+            if self.read32(offset + 4) == hi {
+                return (hi as u64) << 32 | lo as u64;
+            }
+        }
+    }
+
+    /// Queues a frame to arrive on `port`.
+    pub fn push_frame(&mut self, port: usize, frame: Vec<u8>) {
+        self.rx[port & 1].push(frame);
+    }
+
+    /// The next frame the core sent on `port`.
+    pub fn pop_frame(&mut self, port: usize) -> Option<Vec<u8>> {
+        self.tx[port & 1].pop()
+    }
+
+    /// Withholds (or gives) `tready` on a port.
+    pub fn set_tx_ready(&mut self, port: usize, ready: bool) {
+        self.inp.tx_ready[port & 1] = u8::from(ready);
+    }
+}
+
+const fn gasnet_ctrl() -> usize {
+    0x100
+}

@@ -1,0 +1,294 @@
+//! First light: one board executes a Nop, puts, gets and an atomic on its
+//! own segment.
+#![cfg(feature = "verilator")]
+
+mod common;
+
+use common::{Host, Net};
+use fshmem_hw::BoardConfig;
+use gasnet_core::cmd::{self, Common, Descriptor, Inline, Local, PutSource, Status};
+use gasnet_core::{AmoOp, AmoWidth};
+
+fn c(tag: u32) -> Common {
+    Common {
+        tag,
+        completion: true,
+        fence_before: false,
+    }
+}
+
+#[test]
+fn nop_completes() {
+    let mut h = Host::new(0, 1, BoardConfig::default());
+    h.submit(&[cmd::encode(&Descriptor::Nop { common: c(7) })]);
+    let mut done = None;
+    for _ in 0..200 {
+        h.board.cycle();
+        if let Some(cq) = h.poll_cq() {
+            done = Some(cq);
+            break;
+        }
+    }
+    let cq = done.expect("completion");
+    assert_eq!(
+        (cq.tag, cq.status, cq.opcode, cq.sq_index),
+        (7, Status::Ok, 1, 0)
+    );
+}
+
+#[test]
+fn uptime_counts_microseconds_from_reset() {
+    // 250 cycles a microsecond (BoardConfig::default).
+    let mut h = Host::new(0, 1, BoardConfig::default());
+    let before = h.board.read64(cmd::regs::UPTIME_LO);
+    h.run(250 * 40);
+    let after = h.board.read64(cmd::regs::UPTIME_LO);
+    assert!(
+        (39..=41).contains(&(after - before)),
+        "UPTIME went from {before} to {after} in 40 us"
+    );
+    assert_eq!(h.board.read32(cmd::regs::VERSION), cmd::VERSION);
+    // A soft reset starts it again.
+    h.board.write32(cmd::regs::CTRL, cmd::ctrl::RESET);
+    while h.board.read32(cmd::regs::CTRL) & cmd::ctrl::RESET != 0 {}
+    let fresh = h.board.read64(cmd::regs::UPTIME_LO);
+    assert!(fresh < 5, "UPTIME {fresh} just after a soft reset");
+}
+
+#[test]
+fn put_get_amo_on_own_segment() {
+    let mut net = Net::new(1, BoardConfig::default(), 10);
+    let h = &mut net.hosts[0];
+    h.seg_write(0x100, b"hello, board");
+    let put = Descriptor::Put {
+        common: c(1),
+        target: 0,
+        remote: 0x1000,
+        source: PutSource::Local {
+            addr: Local::Segment(0x100),
+            len: 12,
+        },
+    };
+    h.submit(&[cmd::encode(&put)]);
+    let inl = Descriptor::Put {
+        common: c(2),
+        target: 0,
+        remote: 0x2003,
+        source: PutSource::Inline(Inline::new(&[9, 8, 7]).unwrap()),
+    };
+    h.submit(&[cmd::encode(&inl)]);
+    net.settle(100_000);
+    let h = &mut net.hosts[0];
+    let mut got = Vec::new();
+    while let Some(cq) = h.poll_cq() {
+        got.push((cq.tag, cq.status.code(), cq.bytes));
+    }
+    got.sort();
+    assert_eq!(got, vec![(1, 0, 12), (2, 0, 3)]);
+    assert_eq!(h.seg(0x1000, 12), b"hello, board");
+    assert_eq!(h.seg(0x2003, 3), &[9, 8, 7]);
+
+    let get = Descriptor::Get {
+        common: c(3),
+        target: 0,
+        remote: 0x1000,
+        local: Local::Segment(0x3005),
+        len: 12,
+    };
+    h.submit(&[cmd::encode(&get)]);
+    h.seg_write(0x4000, &41u64.to_le_bytes());
+    let amo = Descriptor::Amo {
+        common: c(4),
+        target: 0,
+        op: AmoOp::FetchAdd,
+        width: AmoWidth::W64,
+        remote: 0x4000,
+        operand: 1,
+        compare: 0,
+    };
+    h.submit(&[cmd::encode(&amo)]);
+    net.settle(100_000);
+    let h = &mut net.hosts[0];
+    let mut got = Vec::new();
+    while let Some(cq) = h.poll_cq() {
+        got.push((cq.tag, cq.status.code(), cq.value));
+    }
+    got.sort();
+    assert_eq!(got, vec![(3, 0, 0), (4, 0, 41)]);
+    assert_eq!(h.seg(0x3005, 12), b"hello, board");
+    assert_eq!(h.seg(0x4000, 8), &42u64.to_le_bytes());
+}
+
+/// Every frame a board sent decodes under spec/wire.md's rules.
+fn frames_decode(net: &Net) -> usize {
+    for (s, f) in &net.sent {
+        if let Err(e) = gasnet_core::wire::decode(f) {
+            panic!("board {s} sent an undecodable frame ({e}): {f:02x?}");
+        }
+    }
+    net.sent.len()
+}
+
+#[test]
+fn two_nodes_put_get_amo_am() {
+    let mut net = Net::new(2, BoardConfig::default(), 20);
+    net.keep_sent = true;
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 + 3) as u8).collect();
+    net.hosts[0].seg_write(0x10, &data);
+    net.hosts[1].seg_write(0x8000, &7u32.to_le_bytes());
+    let h = &mut net.hosts[0];
+    h.submit(&[cmd::encode(&Descriptor::Put {
+        common: c(1),
+        target: 1,
+        remote: 0x20001,
+        source: PutSource::Local {
+            addr: Local::Segment(0x10),
+            len: data.len() as u32,
+        },
+    })]);
+    h.submit(&[cmd::encode(&Descriptor::Get {
+        common: c(2),
+        target: 1,
+        remote: 0x20001,
+        local: Local::Segment(0x40003),
+        len: data.len() as u32,
+    })]);
+    h.submit(&[cmd::encode(&Descriptor::Amo {
+        common: c(3),
+        target: 1,
+        op: AmoOp::CompareSwap,
+        width: AmoWidth::W32,
+        remote: 0x8000,
+        operand: 9,
+        compare: 7,
+    })]);
+    h.seg_write(0x60000, b"medium payload!");
+    let am = Descriptor::Am {
+        common: c(4),
+        target: 1,
+        direction: gasnet_core::Direction::Request,
+        handler: 70,
+        args: cmd::Args::new(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]).unwrap(),
+        body: cmd::AmBody::Medium {
+            local: Local::Segment(0x60000),
+            len: 15,
+        },
+    };
+    h.submit(cmd::encode_slots(&am).as_slots());
+    let cycles = net.settle(1_000_000);
+    let n = frames_decode(&net);
+    let h = &mut net.hosts[0];
+    let mut got = Vec::new();
+    while let Some(cq) = h.poll_cq() {
+        got.push((cq.tag, cq.status.code(), cq.value, cq.bytes));
+    }
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (1, 0, 0, 10_000),
+            (2, 0, 0, 10_000),
+            (3, 0, 7, 0),
+            (4, 0, 0, 15)
+        ],
+        "after {cycles} cycles, {n} frames"
+    );
+    assert_eq!(h.seg(0x40003, data.len()), &data[..]);
+    assert_eq!(net.hosts[1].seg(0x20001, data.len()), &data[..]);
+    assert_eq!(net.hosts[1].seg(0x8000, 4), &9u32.to_le_bytes());
+    let (slot, rx) = net.hosts[1].poll_rq().expect("receive entry");
+    assert_eq!(slot, 0);
+    assert_eq!((rx.src, rx.handler, rx.len), (0, 70, 15));
+    assert_eq!(rx.args.as_slice(), &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    let b = &net.hosts[1].board.dram()[rx.addr as usize..rx.addr as usize + 15];
+    assert_eq!(b, b"medium payload!");
+}
+
+#[test]
+fn lossy_links_still_deliver_everything() {
+    let mut net = Net::new(3, BoardConfig::default(), 30);
+    net.keep_sent = true;
+    net.impair = common::Impair {
+        loss: 10,
+        dup: 5,
+        reorder: 10,
+        reorder_cycles: 300,
+    };
+    let mut expect = Vec::new();
+    for i in 0..3usize {
+        let data: Vec<u8> = (0..6000u32)
+            .map(|j| (j as usize * 13 + i * 31) as u8)
+            .collect();
+        net.hosts[i].seg_write(0x1000, &data);
+        expect.push(data);
+    }
+    for i in 0..3usize {
+        for k in 0..4u32 {
+            let dst = ((i + 1 + k as usize % 2) % 3) as u16;
+            let h = &mut net.hosts[i];
+            h.submit(&[cmd::encode(&Descriptor::Put {
+                common: c(k),
+                target: dst,
+                remote: 0x10000 * (k as u64 + 1) + i as u64 * 0x2000,
+                source: PutSource::Local {
+                    addr: Local::Segment(0x1000),
+                    len: 6000,
+                },
+            })]);
+        }
+    }
+    net.settle(5_000_000);
+    frames_decode(&net);
+    for (i, sent) in expect.iter().enumerate() {
+        let mut n = 0;
+        while let Some(cq) = net.hosts[i].poll_cq() {
+            assert_eq!(cq.status, Status::Ok, "board {i} tag {}", cq.tag);
+            n += 1;
+        }
+        assert_eq!(n, 4, "board {i}");
+        for k in 0..4usize {
+            let dst = (i + 1 + k % 2) % 3;
+            let at = 0x10000 * (k as u64 + 1) + i as u64 * 0x2000;
+            assert_eq!(
+                net.hosts[dst].seg(at, 6000),
+                &sent[..],
+                "put {k} of board {i}"
+            );
+        }
+    }
+    let rtx: u64 = (0..3)
+        .map(|i| net.hosts[i].board.read64(cmd::regs::CNT_RETRANSMITS))
+        .sum();
+    assert!(rtx > 0, "a lossy network needed no retransmission");
+}
+
+#[test]
+fn fragmented_long_am_reaches_the_host() {
+    let mut net = Net::new(2, BoardConfig::default(), 20);
+    net.keep_sent = true;
+    let data: Vec<u8> = (0..10_629u32).map(|i| (i * 11 + 5) as u8).collect();
+    net.hosts[0].seg_write(0x1000, &data);
+    let am = Descriptor::Am {
+        common: c(9),
+        target: 1,
+        direction: gasnet_core::Direction::Request,
+        handler: 240,
+        args: cmd::Args::new(&[1, 2, 3]).unwrap(),
+        body: cmd::AmBody::Long {
+            local: Local::Segment(0x1000),
+            len: 10_629,
+            remote: 0x42540,
+        },
+    };
+    net.hosts[0].submit(cmd::encode_slots(&am).as_slots());
+    net.settle(1_000_000);
+    frames_decode(&net);
+    let cq = net.hosts[0].poll_cq().expect("completion");
+    assert_eq!((cq.tag, cq.status, cq.bytes), (9, Status::Ok, 10_629));
+    let (_, rx) = net.hosts[1].poll_rq().expect("receive entry");
+    assert_eq!(
+        (rx.src, rx.handler, rx.len, rx.addr),
+        (0, 240, 10_629, 0x42540)
+    );
+    assert_eq!(net.hosts[1].seg(0x42540, data.len()), data);
+}

@@ -1,0 +1,172 @@
+//! A job's memory is really there and its own: the symmetric heap is
+//! reserved at start-up, so a `/dev/shm` too small for it is one line at
+//! init instead of a SIGBUS later (tested in a private mount namespace with
+//! a small tmpfs on `/dev/shm`, which needs root); and a second job started
+//! with a job id in use is refused before it starts, leaving the first
+//! job's data intact. Every case runs real jobs through `oshrun`.
+//!
+//! Needs `oshcc`, `oshrun` and `libshmem.so` built in this profile
+//! (`cargo build --release --workspace`) and a C compiler.
+
+#[path = "support/capi.rs"]
+mod capi;
+
+use capi::{compile, lines_with};
+use fshmem_tests::{JOB_TIMEOUT, RunOutput, bin, finish, oshrun_cmd, run, shm_files, spawn};
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `oshrun args...` in a private mount namespace whose `/dev/shm` is
+/// a fresh tmpfs of `size` (e.g. `48m`), with `env`; after the job, the
+/// script prints what is left in that `/dev/shm` on a line of its own.
+fn in_small_shm(size: &str, args: &[&str], env: &[(&str, &str)]) -> RunOutput {
+    let script = format!(
+        "mount -t tmpfs -o size={size} fshmem-test /dev/shm || exit 99; \
+         \"$@\"; s=$?; echo \"left in /dev/shm: [$(ls -A /dev/shm)]\"; exit $s"
+    );
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &script,
+        "sh",
+    ])
+    .arg(bin("oshrun"))
+    .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run(&mut cmd, JOB_TIMEOUT);
+    assert_ne!(
+        out.code(),
+        Some(99),
+        "cannot mount a tmpfs in a private mount namespace (the test needs root): {out:?}"
+    );
+    assert!(
+        out.stdout.contains("left in /dev/shm: []"),
+        "the job left files in /dev/shm: {out:?}"
+    );
+    out
+}
+
+/// A heap that the small `/dev/shm` cannot back: every PE that cannot
+/// reserve its segment says so in one line naming `SHMEM_SYMMETRIC_SIZE`,
+/// the size asked and the space free; the job fails at init, no PE dies of
+/// SIGBUS, nothing is left. A heap that fits is touched whole.
+#[test]
+fn a_heap_that_cannot_be_backed_is_refused_at_init() {
+    let exe = compile("heap_backing", &[]);
+    let exe = exe.to_str().expect("utf-8 path");
+    for n in [1, 2, 3, 4] {
+        let np = n.to_string();
+        // 40 MiB of /dev/shm; PEs of a 16 MiB heap need about 19 MiB each.
+        let out = in_small_shm("40m", &["-n", &np, exe], &[("SHMEM_SYMMETRIC_SIZE", "16M")]);
+        let what = format!("{n} PEs: {out:?}");
+        if n <= 2 {
+            assert_eq!(out.code(), Some(0), "{what}");
+            for pe in 0..n {
+                let line = format!("PE {pe}: touched 16 MiB of the heap");
+                assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
+            }
+            continue;
+        }
+        assert_eq!(out.code(), Some(1), "{what}");
+        assert!(!out.stdout.contains("touched"), "{what}");
+        assert!(!out.stderr.contains("SIGBUS"), "{what}");
+        let refusals: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| {
+                l.contains(": shmem_init: cannot reserve ")
+                    && l.contains(" bytes for the symmetric heap (SHMEM_SYMMETRIC_SIZE=16M) in /dev/shm/fshmem-")
+                    && l.contains(" bytes are free there")
+            })
+            .collect();
+        assert!(!refusals.is_empty(), "{what}");
+        // The PE that could not reserve its heap is the one oshrun names.
+        let pe = refusals[0]
+            .strip_prefix("PE ")
+            .and_then(|r| r.split(':').next())
+            .expect("PE prefix");
+        let oshrun = lines_with(&out.stderr, "oshrun: PE ");
+        assert!(
+            oshrun.len() == 1
+                && (oshrun[0].starts_with(&format!("oshrun: PE {pe} (pid "))
+                    || oshrun[0].contains(" after PE ")),
+            "{what}"
+        );
+    }
+    // A heap larger than the whole of /dev/shm fails on every PE count.
+    for n in [1, 2] {
+        let out = in_small_shm(
+            "40m",
+            &["-n", &n.to_string(), exe],
+            &[("SHMEM_SYMMETRIC_SIZE", "64M")],
+        );
+        assert_eq!(out.code(), Some(1), "{n} PEs: {out:?}");
+        assert!(
+            out.stderr
+                .contains("bytes for the symmetric heap (SHMEM_SYMMETRIC_SIZE=64M)"),
+            "{n} PEs: {out:?}"
+        );
+    }
+}
+
+/// Runs `job_hold` on `n` PEs of `conduit` under job id `id`.
+fn hold_cmd(conduit: &str, n: usize, id: &str, exe: &Path, file: &Path) -> Command {
+    let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", conduit, "--job-id", id]);
+    cmd.arg(exe).arg(file);
+    cmd
+}
+
+/// `oshrun --job-id X` while a job X runs: refused at once with one line,
+/// before any PE (or board) of it starts; the running job's data stays
+/// intact, and the id is free again once that job ended.
+#[test]
+fn a_job_id_in_use_is_refused_at_start() {
+    let exe = compile("job_hold", &[]);
+    for (conduit, n) in [("smp", 2), ("smp", 4), ("ipv6", 3), ("fpga", 2)] {
+        let id = fshmem_tests::unique_job_id("dup");
+        let go = std::env::temp_dir().join(format!("fshmem-{id}-go"));
+        let _ = std::fs::remove_file(&go);
+        let mut first = spawn(&mut hold_cmd(conduit, n, &id, &exe, &go));
+        // Every PE of the first job has its data in place.
+        for _ in 0..n {
+            assert!(
+                first
+                    .wait_line(JOB_TIMEOUT, |l| l.ends_with(": holding"))
+                    .is_some(),
+                "{conduit}: the first job never held: {}",
+                first.stdout_so_far()
+            );
+        }
+        for m in [1, n, n + 1] {
+            let second = run(&mut hold_cmd(conduit, m, &id, &exe, &go), JOB_TIMEOUT);
+            let what = format!("{conduit}: second job of {m} PEs: {second:?}");
+            assert_eq!(second.code(), Some(2), "{what}");
+            assert!(second.stdout.is_empty(), "{what}");
+            let refusal = format!("oshrun: job id {id} is in use by another job (oshrun pid ");
+            assert_eq!(lines_with(&second.stderr, &refusal).len(), 1, "{what}");
+            assert_eq!(second.stderr.lines().count(), 1, "{what}");
+        }
+        std::fs::write(&go, b"go").expect("create the go file");
+        let out = finish(first, JOB_TIMEOUT);
+        let _ = std::fs::remove_file(&go);
+        let what = format!("{conduit}: first job: {out:?}");
+        assert_eq!(out.code(), Some(0), "{what}");
+        for pe in 0..n {
+            let line = format!("PE {pe}: 0 words differ");
+            assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
+        }
+        assert!(shm_files(&id).is_empty(), "{what}");
+        // The id is free again.
+        std::fs::write(&go, b"go").expect("create the go file");
+        let again = run(&mut hold_cmd(conduit, n, &id, &exe, &go), JOB_TIMEOUT);
+        let _ = std::fs::remove_file(&go);
+        assert_eq!(again.code(), Some(0), "{conduit}: reused id: {again:?}");
+        assert!(shm_files(&id).is_empty(), "{conduit}: {again:?}");
+    }
+}
