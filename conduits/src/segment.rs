@@ -133,9 +133,13 @@ impl Memory for SegMemory {
 
     fn read(&self, offset: u64, buf: &mut [u8]) -> std::result::Result<(), MemError> {
         check_range(self.len as u64, offset, buf.len() as u64)?;
-        // SAFETY: the range lies inside the mapping (checked); the
-        // application may write it concurrently, which OpenSHMEM leaves
-        // undefined in value but which cannot fault.
+        // SAFETY: the range lies inside the mapping (checked), which lives
+        // as long as `self.seg`. Segment memory is only ever accessed
+        // through raw pointers, copies and atomics (the shmem API hands out
+        // no reference to it in safe code), so a concurrent write by the
+        // application or another thread breaks no Rust reference's
+        // guarantee; the bytes are copied as bytes into `buf`, which is
+        // the caller's own and cannot overlap the mapping.
         unsafe {
             std::ptr::copy(
                 self.seg.base().add(offset as usize),
@@ -148,7 +152,8 @@ impl Memory for SegMemory {
 
     fn write(&mut self, offset: u64, data: &[u8]) -> std::result::Result<(), MemError> {
         check_range(self.len as u64, offset, data.len() as u64)?;
-        // SAFETY: as in `read`; `ptr::copy` tolerates overlap.
+        // SAFETY: as in `read`: a raw copy into the mapping, which no Rust
+        // reference aliases; `ptr::copy` tolerates overlap.
         unsafe {
             std::ptr::copy(
                 data.as_ptr(),

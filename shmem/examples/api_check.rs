@@ -41,7 +41,7 @@ fn allgather(sh: &Shmem, v: u64) -> Result<Vec<u64>, ShmemError> {
         all.p(sh.my_pe(), v, pe)?;
     }
     sh.barrier_all()?;
-    Ok(all.as_slice().to_vec())
+    Ok(all.to_vec())
 }
 
 fn identity(sh: &Shmem) -> R {
@@ -71,12 +71,7 @@ fn allocation(sh: &Shmem) -> R {
     let b = sh.align::<u8>(1024, 7)?;
     let c = sh.calloc::<i32>(33)?;
     check!(me, "align", b.segment_offset() % 1024, 0);
-    check!(
-        me,
-        "calloc zero",
-        c.as_slice().iter().all(|&x| x == 0),
-        true
-    );
+    check!(me, "calloc zero", c.iter().all(|x| x == 0), true);
     let offs = [a.segment_offset(), b.segment_offset(), c.segment_offset()];
     for (i, o) in offs.iter().enumerate() {
         let all = allgather(sh, *o as u64)?;
@@ -95,13 +90,12 @@ fn allocation(sh: &Shmem) -> R {
 
     // realloc keeps contents on every PE, and offsets stay symmetric.
     let mut r = sh.malloc::<u64>(4)?;
-    r.as_mut_slice()
-        .copy_from_slice(&[me as u64, 1, 2, me as u64 * 10]);
+    r.copy_from(0, &[me as u64, 1, 2, me as u64 * 10]);
     r.realloc(5000)?;
     check!(
         me,
         "realloc contents",
-        &r.as_slice()[..4],
+        r.read_range(..4),
         &[me as u64, 1, 2, me as u64 * 10][..]
     );
     let all = allgather(sh, r.segment_offset() as u64)?;
@@ -113,7 +107,7 @@ fn allocation(sh: &Shmem) -> R {
     );
     r.p(4999, 77, (me + 1) % sh.n_pes())?;
     sh.barrier_all()?;
-    check!(me, "put into grown part", r.as_slice()[4999], 77);
+    check!(me, "put into grown part", r.read(4999), 77);
     Ok(())
 }
 
@@ -126,8 +120,8 @@ fn rma(sh: &Shmem) -> R {
     x.p(0, 1000 + me as u32, next)?;
     sh.barrier_all()?;
     let want: Vec<u32> = (0..40).map(|i| (prev as u32) << 16 | i).collect();
-    check!(me, "put ring", &x.as_slice()[10..50], &want[..]);
-    check!(me, "p ring", x.as_slice()[0], 1000 + prev as u32);
+    check!(me, "put ring", x.read_range(10..50), &want[..]);
+    check!(me, "p ring", x.read(0), 1000 + prev as u32);
     let mut got = vec![0u32; 40];
     x.get(10, &mut got, next)?;
     let want_next: Vec<u32> = (0..40).map(|i| (me as u32) << 16 | i).collect();
@@ -140,8 +134,8 @@ fn rma(sh: &Shmem) -> R {
         f.p(me, [me as f64, -(pe as f64)], pe)?;
     }
     sh.barrier_all()?;
-    for (pe, v) in f.as_slice().iter().enumerate() {
-        check!(me, "array elements", *v, [pe as f64, -(me as f64)]);
+    for (pe, v) in f.iter().enumerate() {
+        check!(me, "array elements", v, [pe as f64, -(me as f64)]);
     }
 
     // Direct pointer to the next PE's copy.
@@ -175,7 +169,7 @@ fn nbi(sh: &Shmem) -> R {
         check!(
             me,
             "put_nbi block",
-            &all.as_slice()[pe * K..(pe + 1) * K],
+            all.read_range(pe * K..(pe + 1) * K),
             &want[..]
         );
     }
@@ -186,7 +180,7 @@ fn nbi(sh: &Shmem) -> R {
         }
         Ok(())
     })?;
-    check!(me, "get_nbi", &back, &all.as_slice().to_vec());
+    check!(me, "get_nbi", &back, &all.to_vec());
     sh.barrier_all()?;
     Ok(())
 }
@@ -304,8 +298,8 @@ fn atomics(sh: &Shmem) -> R {
         -(me as f64) - 0.25
     );
     sh.barrier_all()?;
-    check!(me, "f32 after swap", f.as_slice()[0], 1e9);
-    check!(me, "f64 after swap", d.as_slice()[0], 1e-9);
+    check!(me, "f32 after swap", f.read(0), 1e9);
+    check!(me, "f64 after swap", d.read(0), 1e-9);
     sh.barrier_all()?;
     Ok(())
 }
@@ -359,7 +353,7 @@ fn signals(sh: &Shmem) -> R {
     check!(me, "signal set value", s, prev as u64 + 1);
     let want: Vec<u16> = (0..8).map(|i| (prev * 100 + i) as u16).collect();
     if me != 0 {
-        check!(me, "data before signal", &data.as_slice()[..8], &want[..]);
+        check!(me, "data before signal", data.read_range(..8), &want[..]);
     }
     if me == 0 {
         check!(
@@ -373,7 +367,7 @@ fn signals(sh: &Shmem) -> R {
             check!(
                 me,
                 "data before add signal",
-                &data.as_slice()[pe * 8..pe * 8 + 8],
+                data.read_range(pe * 8..pe * 8 + 8),
                 &want[..]
             );
         }
@@ -400,7 +394,7 @@ fn ordering(sh: &Shmem) -> R {
     check!(
         me,
         "fence orders data before flag",
-        data.as_slice(),
+        data.to_vec(),
         &want[..]
     );
     // barrier_all / sync_all: counters see every PE's update after each.
@@ -416,12 +410,7 @@ fn ordering(sh: &Shmem) -> R {
         }
         if me == target {
             let want = n as u64 * (round / n + 1) as u64;
-            check!(
-                me,
-                format!("barrier round {round}"),
-                ctr.as_slice()[0],
-                want
-            );
+            check!(me, format!("barrier round {round}"), ctr.read(0), want);
         }
         sh.sync_all()?;
     }

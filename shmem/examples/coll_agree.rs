@@ -20,10 +20,10 @@ fn main() -> Result<(), ShmemError> {
     let (me, n) = (sh.my_pe(), sh.n_pes());
     let w = sh.team_world();
     let odd = me == n - 1;
-    let mut src = sh.malloc::<i64>(16)?;
-    let mut dst = sh.malloc::<i64>(16 * n)?;
-    for (i, x) in src.as_mut_slice().iter_mut().enumerate() {
-        *x = (100 * me + i) as i64;
+    let src = sh.malloc::<i64>(16)?;
+    let dst = sh.malloc::<i64>(16 * n)?;
+    for i in 0..src.len() {
+        src.write(i, (100 * me + i) as i64);
     }
     let mut failures = 0;
     let mut expect_err =
@@ -47,13 +47,13 @@ fn main() -> Result<(), ShmemError> {
             }
             // Nothing past what this PE asked for was written (nor, as nothing
             // moved, anything at all).
-            if dst.as_slice().iter().any(|&x| x != GUARD) {
+            if dst.iter().any(|x| x != GUARD) {
                 println!("PE {me}: {what}: the destination was written ({asked} asked)");
                 failures += 1;
             }
         };
     if n > 1 {
-        dst.as_mut_slice().fill(GUARD);
+        dst.fill(GUARD);
         sh.barrier_all()?;
         let count = if odd { 8 } else { 4 };
         let r = w.broadcast(&dst, &src, count, 0);
@@ -76,20 +76,20 @@ fn main() -> Result<(), ShmemError> {
         w.sum_reduce(&dst, &src, 4)?;
         for i in 0..4 {
             let want = (100 * n * (n - 1) / 2 + n * i) as i64;
-            if dst.as_slice()[i] != want {
+            if dst.read(i) != want {
                 println!(
                     "PE {me}: reduce after the failures: {} != {want}",
-                    dst.as_slice()[i]
+                    dst.read(i)
                 );
                 failures += 1;
             }
         }
     }
-    let mut fails = sh.calloc::<i64>(1)?;
+    let fails = sh.calloc::<i64>(1)?;
     let total = sh.calloc::<i64>(1)?;
-    fails.as_mut_slice()[0] = failures;
+    fails.write(0, failures);
     w.sum_reduce(&total, &fails, 1)?;
-    if total.as_slice()[0] == 0 && me == 0 {
+    if total.read(0) == 0 && me == 0 {
         println!("coll_agree: ok on {n} PEs");
     }
     Ok(())

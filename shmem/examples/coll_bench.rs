@@ -88,10 +88,10 @@ fn main() -> Result<(), ShmemError> {
     ];
     let mut rows = rows;
     for r in rows.iter_mut() {
-        let mut s = sh.calloc::<f64>(1)?;
-        s.as_mut_slice()[0] = r.1;
+        let s = sh.calloc::<f64>(1)?;
+        s.write(0, r.1);
         w.max_reduce(&worst, &s, 1)?;
-        r.1 = worst.as_slice()[0];
+        r.1 = worst.read(0);
     }
     if me == 0 {
         println!(

@@ -78,16 +78,16 @@ fn reduce_one<O: ReduceOp, T: Val + Reducible<O>>(
     count: usize,
 ) -> R {
     let salt = O::NAME.len() as u32;
-    let mut src = sh.malloc::<T>(count)?;
+    let src = sh.malloc::<T>(count)?;
     let dst = sh.malloc::<T>(count)?;
-    let mut inp = sh.malloc::<T>(count)?;
+    let inp = sh.malloc::<T>(count)?;
     let Some(t) = team else {
         return Ok(());
     };
     let (r, m) = (t.my_pe(), t.n_pes());
     let mine: Vec<T> = (0..count).map(|k| input(r, k, salt)).collect();
-    src.as_mut_slice().copy_from_slice(&mine);
-    inp.as_mut_slice().copy_from_slice(&mine);
+    src.copy_from(0, &mine);
+    inp.copy_from(0, &mine);
     let fold = |upto: usize| -> Vec<T> {
         (0..count)
             .map(|k| (0..upto).fold(T::identity(), |a, j| T::combine(a, input::<T>(j, k, salt))))
@@ -99,22 +99,22 @@ fn reduce_one<O: ReduceOp, T: Val + Reducible<O>>(
         std::any::type_name::<T>()
     );
     t.reduce::<O, T>(&dst, &src, count)?;
-    check!(format!("reduce {what}"), dst.as_slice(), &fold(m)[..]);
+    check!(format!("reduce {what}"), dst.to_vec(), &fold(m)[..]);
     check!(
         format!("reduce source kept {what}"),
-        src.as_slice(),
+        src.to_vec(),
         &mine[..]
     );
     t.reduce::<O, T>(&inp, &inp, count)?;
     check!(
         format!("in-place reduce {what}"),
-        inp.as_slice(),
+        inp.to_vec(),
         &fold(m)[..]
     );
     t.inscan::<O, T>(&dst, &src, count)?;
-    check!(format!("inscan {what}"), dst.as_slice(), &fold(r + 1)[..]);
+    check!(format!("inscan {what}"), dst.to_vec(), &fold(r + 1)[..]);
     t.exscan::<O, T>(&dst, &src, count)?;
-    check!(format!("exscan {what}"), dst.as_slice(), &fold(r)[..]);
+    check!(format!("exscan {what}"), dst.to_vec(), &fold(r)[..]);
     Ok(())
 }
 
@@ -159,9 +159,9 @@ fn val3(from: usize, to: usize, k: usize) -> u64 {
 /// Data-movement collectives with `ne` elements per PE (of u64 and of u8).
 fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
     let big = (nmax * ne).max(1);
-    let mut src = sh.malloc::<u64>(big * 3)?;
+    let src = sh.malloc::<u64>(big * 3)?;
     let dst = sh.malloc::<u64>(big * 3)?;
-    let mut bsrc = sh.malloc::<u8>(big)?;
+    let bsrc = sh.malloc::<u8>(big)?;
     let bdst = sh.malloc::<u8>(big)?;
     let Some(t) = team else {
         return Ok(());
@@ -172,38 +172,38 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
     // sure no PE still reads one before any PE writes it again.
     // broadcast from every root; in place on the root's side too
     for root in [0, m - 1, m / 2] {
-        for (k, v) in src.as_mut_slice()[..ne].iter_mut().enumerate() {
-            *v = val3(r, root, k);
+        for k in 0..ne {
+            src.write(k, val3(r, root, k));
         }
         t.sync()?;
         t.broadcast(&dst, &src, ne, root)?;
         let want: Vec<u64> = (0..ne).map(|k| val3(root, root, k)).collect();
         check!(
             format!("broadcast root {root}, {tag}"),
-            &dst.as_slice()[..ne],
+            dst.read_range(..ne),
             &want[..]
         );
         t.broadcast(&src, &src, ne, root)?;
         check!(
             format!("in-place broadcast root {root}, {tag}"),
-            &src.as_slice()[..ne],
+            src.read_range(..ne),
             &want[..]
         );
-        for (k, v) in bsrc.as_mut_slice()[..ne].iter_mut().enumerate() {
-            *v = (r * 31 + k) as u8;
+        for k in 0..ne {
+            bsrc.write(k, (r * 31 + k) as u8);
         }
         t.broadcast(&bdst, &bsrc, ne, root)?;
         let want: Vec<u8> = (0..ne).map(|k| (root * 31 + k) as u8).collect();
         check!(
             format!("byte broadcast root {root}, {tag}"),
-            &bdst.as_slice()[..ne],
+            bdst.read_range(..ne),
             &want[..]
         );
     }
     t.sync()?;
     // fcollect
-    for (k, v) in src.as_mut_slice()[..ne].iter_mut().enumerate() {
-        *v = val3(r, 0, k);
+    for k in 0..ne {
+        src.write(k, val3(r, 0, k));
     }
     t.fcollect(&dst, &src, ne)?;
     let want: Vec<u64> = (0..m * ne)
@@ -211,12 +211,12 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
         .collect();
     check!(
         format!("fcollect {tag}"),
-        &dst.as_slice()[..m * ne],
+        dst.read_range(..m * ne),
         &want[..]
     );
     t.sync()?;
-    for (k, v) in bsrc.as_mut_slice()[..ne].iter_mut().enumerate() {
-        *v = (r * 13 + k * 5) as u8;
+    for k in 0..ne {
+        bsrc.write(k, (r * 13 + k * 5) as u8);
     }
     t.fcollect(&bdst, &bsrc, ne)?;
     let want: Vec<u8> = (0..m * ne)
@@ -224,14 +224,14 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
         .collect();
     check!(
         format!("byte fcollect {tag}"),
-        &bdst.as_slice()[..m * ne],
+        bdst.read_range(..m * ne),
         &want[..]
     );
     t.sync()?;
     // collect: PE j gives (j * 3 + 1) % 4 * ne / 2 elements (some give none)
     let cnt = |j: usize| (j * 3 + 1) % 4 * ne / 2;
-    for (k, v) in src.as_mut_slice()[..cnt(r)].iter_mut().enumerate() {
-        *v = val3(r, 7, k);
+    for k in 0..cnt(r) {
+        src.write(k, val3(r, 7, k));
     }
     let total = t.collect(&dst, &src, cnt(r))?;
     let want: Vec<u64> = (0..m)
@@ -240,14 +240,14 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
     check!(format!("collect total {tag}"), total, want.len());
     check!(
         format!("collect {tag}"),
-        &dst.as_slice()[..want.len()],
+        dst.read_range(..want.len()),
         &want[..]
     );
     t.sync()?;
     // alltoall
     for j in 0..m {
         for k in 0..ne {
-            src.as_mut_slice()[j * ne + k] = val3(r, j, k);
+            src.write(j * ne + k, val3(r, j, k));
         }
     }
     t.alltoall(&dst, &src, ne)?;
@@ -256,7 +256,7 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
         .collect();
     check!(
         format!("alltoall {tag}"),
-        &dst.as_slice()[..m * ne],
+        dst.read_range(..m * ne),
         &want[..]
     );
     t.sync()?;
@@ -264,11 +264,11 @@ fn movement(sh: &Shmem, team: Option<&Team<'_>>, nmax: usize, ne: usize) -> R {
     if 3 * m * ne <= big * 3 {
         for j in 0..m {
             for k in 0..ne {
-                src.as_mut_slice()[(j * ne + k) * 2] = val3(r, j, k + 5);
+                src.write((j * ne + k) * 2, val3(r, j, k + 5));
             }
         }
         t.alltoalls(&dst, &src, 3, 2, ne)?;
-        let got: Vec<u64> = (0..m * ne).map(|i| dst.as_slice()[i * 3]).collect();
+        let got: Vec<u64> = (0..m * ne).map(|i| dst.read(i * 3)).collect();
         let want: Vec<u64> = (0..m * ne)
             .map(|i| val3(i / ne.max(1), r, i % ne.max(1) + 5))
             .collect();
@@ -465,8 +465,8 @@ fn contexts(sh: &Shmem) -> R {
     ctx.atomic_add(&x, 1, 2, (me + 1) % n)?;
     ctx.quiet()?;
     sh.barrier_all()?;
-    check!("ctx put", x.as_slice()[0], 5 + ((me + n - 1) % n) as u64);
-    check!("ctx add", x.as_slice()[1], 2);
+    check!("ctx put", x.read(0), 5 + ((me + n - 1) % n) as u64);
+    check!("ctx add", x.read(1), 2);
     check!("ctx g", ctx.g(&x, 1, (me + 1) % n)?, 2);
     check!("ctx fetch_add", ctx.atomic_fetch_add(&x, 2, 1, me)?, 0);
     check!("ctx cswap", ctx.atomic_compare_swap(&x, 2, 1, 9, me)?, 1);
@@ -486,7 +486,7 @@ fn contexts(sh: &Shmem) -> R {
         check!("team ctx n_pes", tc.n_pes(), 1);
         tc.p(&x, 3, 77, 0)?;
         tc.quiet()?;
-        check!("team ctx pe 0 is world pe n-1", x.as_slice()[3], 77);
+        check!("team ctx pe 0 is world pe n-1", x.read(3), 77);
         check!("team ctx pe out of team", tc.p(&x, 3, 1, 1).is_err(), true);
     }
     sh.barrier_all()?;
@@ -509,10 +509,10 @@ fn threads(sh: &Shmem) -> R {
     let b = world
         .split_strided(0, 1, n, &TeamConfig::default())?
         .expect("member");
-    let mut sa = sh.malloc::<i64>(64)?;
+    let sa = sh.malloc::<i64>(64)?;
     let da = sh.malloc::<i64>(64)?;
     let db = sh.malloc::<i64>(64)?;
-    sa.as_mut_slice().fill(me as i64 + 1);
+    sa.fill(me as i64 + 1);
     let results: Vec<Result<bool, ShmemError>> = std::thread::scope(|s| {
         let mut hs = Vec::new();
         for t in 0..T {
@@ -566,19 +566,19 @@ fn threads(sh: &Shmem) -> R {
     }
     sh.barrier_all()?;
     for t in 0..T {
-        check!("concurrent atomics", counters.as_slice()[t], (n * K) as u64);
+        check!("concurrent atomics", counters.read(t), (n * K) as u64);
     }
     let left = (me + n - 1) % n;
     let want: Vec<u64> = (0..T * K)
         .map(|j| (left * 100_000 + (j / K) * 1000 + j % K) as u64)
         .collect();
-    check!("concurrent puts", slots.as_slice(), &want[..]);
+    check!("concurrent puts", slots.to_vec(), &want[..]);
     check!(
         "concurrent team sums",
-        da.as_slice()[63],
+        da.read(63),
         (n * (n + 1) / 2) as i64
     );
-    check!("concurrent team maxes", db.as_slice()[0], n as i64);
+    check!("concurrent team maxes", db.read(0), n as i64);
     Ok(())
 }
 
@@ -589,11 +589,11 @@ fn same_destination(sh: &Shmem, world: &Team<'_>) -> R {
     const LEN: usize = 64;
     let (me, n) = (sh.my_pe(), sh.n_pes());
     let x = sh.calloc::<u64>(LEN)?;
-    let mut a = sh.calloc::<u64>(LEN)?;
-    let mut b = sh.calloc::<u64>(LEN)?;
+    let a = sh.calloc::<u64>(LEN)?;
+    let b = sh.calloc::<u64>(LEN)?;
     for k in 0..LEN {
-        a.as_mut_slice()[k] = (me + k) as u64;
-        b.as_mut_slice()[k] = (1000 * me + k) as u64;
+        a.write(k, (me + k) as u64);
+        b.write(k, (1000 * me + k) as u64);
     }
     world.sync()?;
     let sums: Vec<u64> = (0..LEN)
@@ -604,14 +604,14 @@ fn same_destination(sh: &Shmem, world: &Team<'_>) -> R {
         world.sum_reduce(&x, &a, LEN)?;
         check!(
             format!("reduce then broadcast, round {i}: reduce"),
-            x.as_slice(),
+            x.to_vec(),
             &sums[..]
         );
         world.broadcast(&x, &b, LEN, root)?;
         let want: Vec<u64> = (0..LEN).map(|k| (1000 * root + k) as u64).collect();
         check!(
             format!("reduce then broadcast, round {i}: broadcast"),
-            x.as_slice(),
+            x.to_vec(),
             &want[..]
         );
     }

@@ -228,7 +228,7 @@ fn main() {
         }
     }
     // Final check of this PE's copy.
-    let mine = slots.as_slice();
+    let mine = slots.to_vec();
     for bb in 0..2 {
         for p in 0..n {
             let got = &mine[(bb * n + p) * SLOT..(bb * n + p + 1) * SLOT];
@@ -258,22 +258,17 @@ fn main() {
             }
         }
     }
-    for (i, (&got, &want)) in counters
-        .as_slice()
-        .iter()
-        .zip(expect_counters[me].iter())
-        .enumerate()
-    {
+    for (i, (got, &want)) in counters.iter().zip(expect_counters[me].iter()).enumerate() {
         if got != want {
             fail(me, format!("counter {i} is {got}, expected {want}"));
         }
     }
     if me == 0 {
-        let t = ticket.as_slice()[0];
+        let t = ticket.read(0);
         if t != tickets_total {
             fail(me, format!("{t} tickets handed out, {tickets_total} taken"));
         }
-        let s = seen.as_slice();
+        let s = seen.to_vec();
         if let Some(i) = (0..t as usize).find(|&i| s[i] != 1) {
             fail(me, format!("ticket {i} was returned {} times", s[i]));
         }

@@ -21,6 +21,13 @@
 //! whether it has issued anything that `quiet` must complete; one with
 //! nothing pending quiets for free.
 //!
+//! The put path of a context takes no lock in shmem: it checks the PE
+//! (and, for `PRIVATE` contexts, compares the calling thread's id with the
+//! creator's; nothing is locked), calls the conduit with the context's id,
+//! and sets the context's own pending flag with a relaxed store. What the
+//! conduit does is the conduit's (`smp` stores straight into the peer's
+//! segment).
+//!
 //! # Threads
 //!
 //! [`crate::init_thread`] asks for a [`ThreadLevel`]; every level up to
@@ -52,101 +59,30 @@
 use crate::Shmem;
 pub use crate::config::ThreadLevel;
 use crate::error::{Result, ShmemError};
+pub use crate::op::CtxOptions;
+use crate::op::{CtxState, Op};
 use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
 use crate::runtime::Runtime;
 use crate::sym::SymVec;
-use crate::team::{Team, TeamState};
+use crate::team::Team;
 use conduits::AmoOp;
 use conduits::prelude::*;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::ThreadId;
-
-/// Context options (`SHMEM_CTX_*`), combined with `|`.
-///
-/// ```
-/// use shmem::CtxOptions;
-/// let o = CtxOptions::PRIVATE | CtxOptions::NOSTORE;
-/// assert!(o.contains(CtxOptions::NOSTORE) && !o.contains(CtxOptions::SERIALIZED));
-/// assert_eq!(CtxOptions::from_bits(o.bits()), Some(o));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CtxOptions(u32);
-
-impl CtxOptions {
-    /// No options.
-    pub const NONE: CtxOptions = CtxOptions(0);
-    /// `SHMEM_CTX_SERIALIZED`.
-    pub const SERIALIZED: CtxOptions = CtxOptions(1);
-    /// `SHMEM_CTX_PRIVATE`.
-    pub const PRIVATE: CtxOptions = CtxOptions(2);
-    /// `SHMEM_CTX_NOSTORE`.
-    pub const NOSTORE: CtxOptions = CtxOptions(4);
-
-    /// The bits (as `shmem.h` will define them).
-    pub const fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// The options with these bits, or `None` for unknown bits.
-    pub const fn from_bits(bits: u32) -> Option<CtxOptions> {
-        if bits & !7 == 0 {
-            Some(CtxOptions(bits))
-        } else {
-            None
-        }
-    }
-
-    /// Whether every option of `other` is set.
-    pub const fn contains(self, other: CtxOptions) -> bool {
-        self.0 & other.0 == other.0
-    }
-}
-
-impl std::ops::BitOr for CtxOptions {
-    type Output = CtxOptions;
-    fn bitor(self, rhs: CtxOptions) -> CtxOptions {
-        CtxOptions(self.0 | rhs.0)
-    }
-}
+use std::sync::atomic::Ordering;
 
 /// A communication context (`shmem_ctx_t`); dropping it quiets and
 /// destroys it (`shmem_ctx_destroy`).
 pub struct Ctx<'a> {
     rt: &'a Runtime,
-    /// The conduit context its operations name.
-    id: CtxId,
-    team: Arc<TeamState>,
-    options: CtxOptions,
-    owner: Option<ThreadId>,
-    pending: AtomicBool,
+    st: CtxState,
 }
 
 impl std::fmt::Debug for Ctx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ctx")
-            .field("options", &self.options)
-            .field("team_slot", &self.team.slot)
+            .field("options", &self.st.options)
+            .field("team_slot", &self.st.team.slot)
             .finish()
     }
-}
-
-fn new_ctx<'a>(rt: &'a Runtime, team: Arc<TeamState>, options: CtxOptions, id: CtxId) -> Ctx<'a> {
-    Ctx {
-        rt,
-        id,
-        team,
-        options,
-        owner: options
-            .contains(CtxOptions::PRIVATE)
-            .then(|| std::thread::current().id()),
-        pending: AtomicBool::new(false),
-    }
-}
-
-/// A new conduit context for a [`Ctx`].
-fn conduit_ctx(rt: &Runtime, call: &'static str) -> Result<CtxId> {
-    rt.conduit.ctx_create().map_err(|e| rt.err(call, e))
 }
 
 impl Shmem {
@@ -162,15 +98,23 @@ impl Shmem {
     /// ```
     pub fn create_ctx(&self, options: CtxOptions) -> Result<Ctx<'_>> {
         let rt = self.rt();
-        let id = conduit_ctx(rt, "shmem_ctx_create")?;
-        Ok(new_ctx(rt, rt.pool.world.clone(), options, id))
+        let st = CtxState::new(rt, "shmem_ctx_create", rt.pool.world.clone(), options, None)?;
+        Ok(Ctx { rt, st })
     }
 
     /// `SHMEM_CTX_DEFAULT`: a context with no options on the world team,
     /// through which the calls of [`SymVec`] also go.
     pub fn ctx_default(&self) -> Ctx<'_> {
         let rt = self.rt();
-        new_ctx(rt, rt.pool.world.clone(), CtxOptions::NONE, CtxId::DEFAULT)
+        let st = CtxState::new(
+            rt,
+            "shmem_ctx_default",
+            rt.pool.world.clone(),
+            CtxOptions::NONE,
+            Some(CtxId::DEFAULT),
+        )
+        .expect("the default context needs no conduit call");
+        Ctx { rt, st }
     }
 
     /// `shmem_query_thread`: the thread level provided at start-up.
@@ -191,15 +135,16 @@ impl Team<'_> {
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn create_ctx(&self, options: CtxOptions) -> Result<Ctx<'_>> {
+        const CALL: &str = "shmem_team_create_ctx";
         if self.st.destroyed.load(Ordering::Acquire) {
             return Err(ShmemError::Invalid {
                 pe: self.rt.my_pe(),
-                call: "shmem_team_create_ctx",
+                call: CALL,
                 reason: "the team was destroyed".to_string(),
             });
         }
-        let id = conduit_ctx(self.rt, "shmem_team_create_ctx")?;
-        Ok(new_ctx(self.rt, self.st.clone(), options, id))
+        let st = CtxState::new(self.rt, CALL, self.st.clone(), options, None)?;
+        Ok(Ctx { rt: self.rt, st })
     }
 }
 
@@ -224,51 +169,22 @@ macro_rules! ctx_nonfetching {
 impl Ctx<'_> {
     /// The options it was created with.
     pub fn options(&self) -> CtxOptions {
-        self.options
+        self.st.options
     }
 
     /// The number of PEs of its team.
     pub fn n_pes(&self) -> usize {
-        self.team.size()
+        self.st.team.size()
     }
 
     /// This PE's number in its team.
     pub fn my_pe(&self) -> usize {
-        self.team.me
+        self.st.team.me
     }
 
-    /// Checks the caller's thread and the store rule; returns the world
-    /// rank of team PE `pe`.
-    #[inline]
-    fn check(&self, call: &'static str, pe: usize, store: bool) -> Result<usize> {
-        let bad = |reason: String| ShmemError::Invalid {
-            pe: self.rt.my_pe(),
-            call,
-            reason,
-        };
-        if let Some(owner) = self.owner {
-            if std::thread::current().id() != owner {
-                return Err(bad(
-                    "a SHMEM_CTX_PRIVATE context used from another thread".to_string()
-                ));
-            }
-        }
-        if store && self.options.contains(CtxOptions::NOSTORE) {
-            return Err(bad("a store on a SHMEM_CTX_NOSTORE context".to_string()));
-        }
-        self.team.members.get(pe).copied().ok_or_else(|| {
-            bad(format!(
-                "PE {pe} is not in the context's team of {} PEs",
-                self.team.size()
-            ))
-        })
-    }
-
-    #[inline]
-    fn issued(&self) {
-        if !self.pending.load(Ordering::Relaxed) {
-            self.pending.store(true, Ordering::Relaxed);
-        }
+    #[inline(always)]
+    fn op(&self) -> Op<'_> {
+        Op::on(self.rt, &self.st)
     }
 
     /// `shmem_ctx_put`: as [`SymVec::put`] on this context (`pe` in the
@@ -282,14 +198,8 @@ impl Ctx<'_> {
         pe: usize,
     ) -> Result<()> {
         const CALL: &str = "shmem_ctx_put";
-        let w = self.check(CALL, pe, true)?;
-        let off = dst.nbi_target(start, src.len(), w, CALL)?;
-        self.rt
-            .conduit
-            .put(self.id, w, off, bytes_of(src))
-            .map_err(|e| self.rt.err(CALL, e))?;
-        self.issued();
-        Ok(())
+        let off = dst.range(start, src.len(), CALL)?;
+        self.op().put(CALL, pe, off, bytes_of(src))
     }
 
     /// `shmem_ctx_p`: writes one element.
@@ -308,12 +218,8 @@ impl Ctx<'_> {
         pe: usize,
     ) -> Result<()> {
         const CALL: &str = "shmem_ctx_get";
-        let w = self.check(CALL, pe, false)?;
-        let off = src.nbi_target(start, dst.len(), w, CALL)?;
-        self.rt
-            .conduit
-            .get(self.id, w, off, bytes_of_mut(dst))
-            .map_err(|e| self.rt.err(CALL, e))
+        let off = src.range(start, dst.len(), CALL)?;
+        self.op().get(CALL, pe, off, bytes_of_mut(dst))
     }
 
     /// `shmem_ctx_g`: reads one element.
@@ -338,26 +244,19 @@ impl Ctx<'_> {
         call: &'static str,
         store: bool,
     ) -> Result<T> {
-        let w = self.check(call, pe, store)?;
-        let off = x.nbi_target(index, 1, w, call)?;
-        let r = self
-            .rt
-            .conduit
+        let off = x.range(index, 1, call)?;
+        self.op()
             .atomic(
-                self.id,
-                w,
+                call,
+                pe,
                 off,
                 op,
                 T::WIDTH,
                 operand.to_bits(),
                 compare.to_bits(),
+                store,
             )
             .map(T::from_bits)
-            .map_err(|e| self.rt.err(call, e))?;
-        if store {
-            self.issued();
-        }
-        Ok(r)
     }
 
     /// `shmem_ctx_atomic_fetch`.
@@ -482,58 +381,27 @@ impl Ctx<'_> {
 
     /// `shmem_ctx_quiet`: every put and atomic issued on this context is
     /// complete at its target on return (free when none is pending).
+    /// Operations of other contexts are not waited for.
     pub fn quiet(&self) -> Result<()> {
-        const CALL: &str = "shmem_ctx_quiet";
-        self.check(CALL, self.team.me, false)?;
-        if self.pending.swap(false, Ordering::AcqRel) {
-            self.rt
-                .conduit
-                .quiet(self.id)
-                .map_err(|e| self.rt.err(CALL, e))?;
-        }
-        Ok(())
+        self.op().quiet("shmem_ctx_quiet")
     }
 
     /// `shmem_ctx_fence`: puts and atomics of this context to a PE issued
     /// before the fence are applied before those issued after it.
     pub fn fence(&self) -> Result<()> {
-        const CALL: &str = "shmem_ctx_fence";
-        self.check(CALL, self.team.me, false)?;
-        if self.pending.load(Ordering::Acquire) {
-            self.rt
-                .conduit
-                .fence(self.id)
-                .map_err(|e| self.rt.err(CALL, e))?;
-        }
-        Ok(())
+        self.op().fence("shmem_ctx_fence")
     }
 
     /// `shmem_ctx_destroy`, reporting errors: quiet, then the context is
     /// gone. Dropping does the same and prints errors.
     pub fn destroy(mut self) -> Result<()> {
-        self.finish()
-    }
-
-    /// Completes the context's operations and frees its conduit context
-    /// (the default context only quiets). Idempotent.
-    fn finish(&mut self) -> Result<()> {
-        const CALL: &str = "shmem_ctx_destroy";
-        let pending = self.pending.swap(false, Ordering::AcqRel);
-        let id = std::mem::replace(&mut self.id, CtxId::DEFAULT);
-        let r = if id != CtxId::DEFAULT {
-            self.rt.conduit.ctx_destroy(id)
-        } else if pending {
-            self.rt.conduit.quiet(id)
-        } else {
-            Ok(())
-        };
-        r.map_err(|e| self.rt.err(CALL, e))
+        self.st.finish(self.rt, "shmem_ctx_destroy")
     }
 }
 
 impl Drop for Ctx<'_> {
     fn drop(&mut self) {
-        if let Err(e) = self.finish() {
+        if let Err(e) = self.st.finish(self.rt, "shmem_ctx_destroy") {
             conduits::report!("{e}");
         }
     }

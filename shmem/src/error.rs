@@ -231,10 +231,22 @@ impl fmt::Display for ShmemError {
                 call,
                 target,
                 n_pes,
-            } => write!(
-                f,
-                "PE {pe}: {call}: target PE {target} out of range (job has {n_pes} PEs)"
-            ),
+            } => {
+                // A negative C `int` reaches the runtime sign-extended: show
+                // it as the program wrote it.
+                let t = *target as isize;
+                if t < 0 {
+                    write!(
+                        f,
+                        "PE {pe}: {call}: target PE {t} out of range (job has {n_pes} PEs)"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "PE {pe}: {call}: target PE {target} out of range (job has {n_pes} PEs)"
+                    )
+                }
+            }
             ShmemError::OutOfBounds {
                 pe,
                 call,

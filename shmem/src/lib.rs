@@ -18,18 +18,160 @@
 //!     let inbox = sh.calloc::<u64>(1)?;
 //!     inbox.p(0, me as u64 + 1, (me + 1) % n)?;
 //!     inbox.wait_until(0, Cmp::Ne, 0)?;
-//!     assert_eq!(inbox.as_slice()[0], ((me + n - 1) % n) as u64 + 1);
+//!     assert_eq!(inbox.read(0), ((me + n - 1) % n) as u64 + 1);
 //!
 //!     // A global counter on PE 0.
 //!     let counter = sh.calloc::<i64>(1)?;
 //!     counter.atomic_add(0, 1, 0)?;
 //!     sh.barrier_all()?;
 //!     if me == 0 {
-//!         assert_eq!(counter.as_slice()[0], n as i64);
+//!         assert_eq!(counter.read(0), n as i64);
 //!     }
 //!     Ok(())
 //! } // objects are freed, then the runtime finalizes
 //! ```
+//!
+//! ## Guide
+//!
+//! A walk through the API, in the order a program uses it. Every program
+//! is SPMD: `oshrun -n 4 prog` starts four processes (PEs) running the same
+//! `main`; the examples below are such mains.
+//!
+//! ### 1. Start, allocate, free
+//!
+//! [`init`] starts the runtime; [`Shmem::calloc`], [`Shmem::malloc`] and
+//! [`Shmem::align`] allocate a [`SymVec`] on every PE: a *collective* call
+//! (every PE makes it, with the same length, in the same order), so the
+//! object sits at the same offset of every PE's symmetric heap and can be
+//! named on any PE. Objects borrow the [`Shmem`] handle and are freed
+//! collectively when dropped; the runtime finalizes when the handle drops.
+//!
+//! ```no_run
+//! let sh = shmem::init()?;
+//! let grid = sh.calloc::<f64>(1024)?;     // zeroed, on every PE
+//! let mut v = sh.malloc::<u32>(8)?;       // contents unspecified
+//! v.realloc(16)?;                         // collective too
+//! # Ok::<(), shmem::ShmemError>(())
+//! ```
+//!
+//! ### 2. Local access: copies, never references
+//!
+//! Your PE's copy of an object is memory other PEs write with puts and
+//! atomics at any time, so safe code reads and writes it by copying:
+//! [`SymVec::read`], [`SymVec::write`], [`SymVec::to_vec`],
+//! [`SymVec::read_range`], [`SymVec::copy_to`], [`SymVec::copy_from`],
+//! [`SymVec::fill`], [`SymVec::iter`]. A `&[T]` over it would promise Rust
+//! that nobody writes while it lives, which the runtime cannot know: the
+//! zero-copy [`SymVec::as_slice`] and [`SymVec::as_mut_slice`] are
+//! `unsafe fn`s, for phases your protocol makes read-only.
+//!
+//! ```no_run
+//! let sh = shmem::init()?;
+//! let x = sh.calloc::<i64>(4)?;
+//! x.copy_from(0, &[1, 2, 3, 4]);
+//! assert_eq!(x.read(2), 3);
+//! let total: i64 = x.iter().sum();
+//! # Ok::<(), shmem::ShmemError>(())
+//! ```
+//!
+//! ### 3. One-sided operations
+//!
+//! [`SymVec::put`], [`SymVec::get`], [`SymVec::p`], [`SymVec::g`] move
+//! elements to and from any PE's copy; `atomic_*` update one element
+//! atomically ([`AmoElem`], [`AmoInt`]); [`SymVec::put_signal`] puts data
+//! and then sets a signal word the target can wait on. Indices are checked
+//! (an out-of-range index, PE or misaligned word is an [`ShmemError`]
+//! naming the PE, the call and the value). Non-blocking puts and gets run
+//! inside [`Shmem::nbi`], which completes them before it returns.
+//!
+//! ```no_run
+//! let sh = shmem::init()?;
+//! let (me, n) = (sh.my_pe(), sh.n_pes());
+//! let x = sh.calloc::<u64>(n)?;
+//! x.p(me, me as u64, 0)?;                   // into PE 0's element `me`
+//! let ticket = x.atomic_fetch_inc(0, 0)?;   // a counter on PE 0
+//! # Ok::<(), shmem::ShmemError>(())
+//! ```
+//!
+//! ### 4. Synchronization rules
+//!
+//! A put returns when its source may be reused, not when it has arrived.
+//! Its data is visible at the target after: [`Shmem::quiet`] (every put of
+//! this PE complete) followed by a flag the target waits on, a barrier
+//! ([`Shmem::barrier_all`]: quiet plus sync), or a signal
+//! ([`SymVec::put_signal`] + [`SymVec::signal_wait_until`]). Poll a word
+//! with [`SymVec::wait_until`] or [`SymVec::test`], never with a loop over
+//! [`SymVec::read`] alone (it does not serve incoming messages).
+//! [`Shmem::fence`] orders puts to a PE without completing them.
+//!
+//! ```no_run
+//! use shmem::Cmp;
+//! let sh = shmem::init()?;
+//! let (me, n) = (sh.my_pe(), sh.n_pes());
+//! let data = sh.calloc::<u32>(4)?;
+//! let flag = sh.calloc::<u64>(1)?;
+//! if me == 0 && n > 1 {
+//!     data.put(0, &[1, 2, 3, 4], 1)?;
+//!     sh.fence()?;                        // data before flag
+//!     flag.atomic_set(0, 1, 1)?;
+//! } else if me == 1 {
+//!     flag.wait_until(0, Cmp::Eq, 1)?;
+//!     assert_eq!(data.to_vec(), [1, 2, 3, 4]);
+//! }
+//! # Ok::<(), shmem::ShmemError>(())
+//! ```
+//!
+//! ### 5. Teams and collectives
+//!
+//! [`Shmem::team_world`] and [`Team::split_strided`] / [`Team::split_2d`]
+//! give teams; their collectives ([`Team::broadcast`], [`Team::fcollect`],
+//! [`Team::sum_reduce`], ... see [`coll`]) are called by every member,
+//! read a source object and write a destination object.
+//!
+//! ```no_run
+//! let sh = shmem::init()?;
+//! let w = sh.team_world();
+//! let (src, dst) = (sh.calloc::<i64>(1)?, sh.calloc::<i64>(1)?);
+//! src.write(0, w.my_pe() as i64);
+//! w.sum_reduce(&dst, &src, 1)?;
+//! # Ok::<(), shmem::ShmemError>(())
+//! ```
+//!
+//! ### 6. Contexts and threads
+//!
+//! A [`Ctx`] is its own stream of operations: its `quiet` waits for its
+//! operations only (on `ipv6` and `fpga`; `smp` completes everything at
+//! once), so threads with their own contexts do not wait for each other's
+//! slow targets. [`init_thread`] asks for a [`ThreadLevel`]; see [`ctx`].
+//!
+//! ```no_run
+//! let sh = shmem::init()?;
+//! let x = sh.calloc::<u64>(1)?;
+//! let ctx = sh.create_ctx(shmem::CtxOptions::PRIVATE)?;
+//! ctx.atomic_add(&x, 0, 1, 0)?;
+//! ctx.quiet()?;                           // this context's operations only
+//! # Ok::<(), shmem::ShmemError>(())
+//! ```
+//!
+//! ### 7. Active messages
+//!
+//! [`am`] sends a request that runs a handler on the target PE: register
+//! handlers collectively, send Short, Medium or Long requests, reply once.
+//! Typed AMs carry Rust values ([`Shmem::am_typed`]). Handlers must not
+//! block: they may only reply.
+//!
+//! ```no_run
+//! let sh = shmem::init()?;
+//! let double = sh.am_typed(|_src_pe, x: i32| 2 * x)?;
+//! assert_eq!(double.call(0, &21)?, 42);
+//! # Ok::<(), shmem::ShmemError>(())
+//! ```
+//!
+//! ### 8. The boards' compute cores
+//!
+//! On the `fpga` conduit, [`compute`] runs GEMM tiles on a PE's board,
+//! streaming results to another PE as they are computed (ART); the
+//! `matmul_fpga` example is FSHMEM's case study.
 //!
 //! ## Map to OpenSHMEM
 //!
@@ -47,6 +189,8 @@
 //! | `shmem_barrier_all`, `shmem_sync_all` | [`Shmem::barrier_all`], [`Shmem::sync_all`] |
 //! | `shmem_global_exit` | [`Shmem::global_exit`], [`global_exit`] |
 //! | `shmem_ptr` | [`SymVec::ptr`] |
+//! | local access (C: loads and stores) | [`SymVec::read`], [`SymVec::write`], [`SymVec::to_vec`], [`SymVec::read_range`], [`SymVec::copy_to`], [`SymVec::copy_from`], [`SymVec::fill`], [`SymVec::iter`]; zero-copy: the `unsafe` [`SymVec::as_slice`], [`SymVec::as_mut_slice`] |
+//! | active messages (`shmemx_am_*`) | [`Shmem::am_register`], [`Shmem::am_short`], [`Shmem::am_medium`], [`Shmem::am_long`], [`am::Token`], [`Shmem::am_typed`] (see [`am`]) |
 //! | `shmem_init_thread`, `shmem_query_thread` | [`init_thread`], [`Shmem::query_thread`] (and the free [`query_thread`]) |
 //! | `SHMEM_TEAM_WORLD`, `SHMEM_TEAM_SHARED` | [`Shmem::team_world`], [`Shmem::team_shared`] |
 //! | `shmem_team_my_pe`, `_n_pes`, `_translate_pe`, `_get_config` | [`Team::my_pe`], [`Team::n_pes`], [`Team::translate_pe`], [`Team::get_config`] |
@@ -59,19 +203,35 @@
 //! | `shmem_ctx_put`, `_get`, `_atomic_*`, `_quiet`, `_fence` | the methods of [`Ctx`] |
 //!
 //! Configuration comes from the environment: see [`config`].
+//!
+//! ## Soundness
+//!
+//! Symmetric memory is written by other PEs, by this PE's own puts,
+//! atomics and collectives, by other threads and by conduit progress
+//! threads, at any time. Safe code therefore never holds a Rust reference
+//! to it: local elements are read and written by copy (volatile loads and
+//! stores), and the zero-copy views are `unsafe fn`s whose callers promise
+//! that no writer exists while the view lives. Every operation, blocking or
+//! not, on a [`Ctx`] or the default context, from Rust or C, takes one path
+//! (a context, then the conduit), where the PE, range, alignment and
+//! context checks are made once.
 
 pub mod alloc;
+pub mod am;
 mod builder;
 mod capi;
 pub mod coll;
 mod collective;
+pub mod compute;
 pub mod config;
 pub mod ctx;
 pub mod error;
 mod heap;
 pub mod nbi;
+mod op;
 pub mod pod;
 mod pool;
+mod progress;
 pub mod runtime;
 pub mod static_data;
 pub mod sym;
@@ -254,7 +414,7 @@ impl Shmem {
     /// ```
     #[inline]
     pub fn quiet(&self) -> Result<()> {
-        self.rt().quiet("shmem_quiet")
+        op::Op::default(self.rt()).quiet("shmem_quiet")
     }
 
     /// `shmem_fence`: puts and atomics to a PE issued before the fence are
@@ -270,7 +430,7 @@ impl Shmem {
     /// ```
     #[inline]
     pub fn fence(&self) -> Result<()> {
-        self.rt().fence("shmem_fence")
+        op::Op::default(self.rt()).fence("shmem_fence")
     }
 
     /// `shmem_global_exit`: ends every PE of the job with `status`, from

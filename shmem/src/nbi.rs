@@ -28,10 +28,10 @@
 
 use crate::Shmem;
 use crate::error::Result;
+use crate::op::Op;
 use crate::pod::Pod;
 use crate::runtime::Runtime;
 use crate::sym::SymVec;
-use conduits::prelude::*;
 use std::marker::PhantomData;
 
 /// Issues non-blocking calls whose buffers live for `'scope`; created by
@@ -57,20 +57,15 @@ impl<'scope> NbiScope<'scope, '_> {
         pe: usize,
     ) -> Result<()> {
         const CALL: &str = "shmem_put_nbi";
-        let off = dst.nbi_target(start, src.len(), pe, CALL)?;
-        // SAFETY: `src` is borrowed (shared, so unmodified) for `'scope`,
-        // which outlasts the quiet that `Shmem::nbi` performs before
-        // returning; the conduit reads `size_of_val(src)` bytes of it.
+        let off = dst.range(start, src.len(), CALL)?;
+        // SAFETY: `src` is borrowed shared for `'scope`, so nothing mutates
+        // it (a `&[T]` over memory that others write cannot be made in safe
+        // code: see `SymVec::as_slice`), and `'scope` outlasts the quiet
+        // that `Shmem::nbi` performs before returning; the conduit reads
+        // `size_of_val(src)` bytes of it.
         unsafe {
-            self.rt.conduit.put_nbi(
-                CtxId::DEFAULT,
-                pe,
-                off,
-                src.as_ptr().cast(),
-                size_of_val(src),
-            )
+            Op::default(self.rt).put_nbi(CALL, pe, off, src.as_ptr().cast(), size_of_val(src))
         }
-        .map_err(|e| self.rt.err(CALL, e))
     }
 
     /// `shmem_get_nbi`: starts copying elements `start..start + dst.len()`
@@ -85,30 +80,25 @@ impl<'scope> NbiScope<'scope, '_> {
         pe: usize,
     ) -> Result<()> {
         const CALL: &str = "shmem_get_nbi";
-        let off = src.nbi_target(start, dst.len(), pe, CALL)?;
+        let off = src.range(start, dst.len(), CALL)?;
         let len = size_of_val(dst);
         // SAFETY: `dst` is exclusively borrowed for `'scope`, which outlasts
-        // the quiet `Shmem::nbi` performs before returning, so nobody else
+        // the quiet `Shmem::nbi` performs before returning, so no Rust code
         // reads or writes it meanwhile; every bit pattern the conduit writes
-        // is a valid `T`.
-        unsafe {
-            self.rt
-                .conduit
-                .get_nbi(CtxId::DEFAULT, pe, off, dst.as_mut_ptr().cast(), len)
-        }
-        .map_err(|e| self.rt.err(CALL, e))
+        // is a valid `T` (`Pod`).
+        unsafe { Op::default(self.rt).get_nbi(CALL, pe, off, dst.as_mut_ptr().cast(), len) }
     }
 
     /// `shmem_quiet`: waits until every call issued so far (in this scope
     /// or not) is complete. Buffers stay borrowed until the scope ends.
     pub fn quiet(&self) -> Result<()> {
-        self.rt.quiet("shmem_quiet")
+        Op::default(self.rt).quiet("shmem_quiet")
     }
 
     /// `shmem_fence`: calls to a PE issued after the fence are applied
     /// after those issued before it.
     pub fn fence(&self) -> Result<()> {
-        self.rt.fence("shmem_fence")
+        Op::default(self.rt).fence("shmem_fence")
     }
 }
 

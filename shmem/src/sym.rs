@@ -13,12 +13,14 @@
 
 use crate::Shmem;
 use crate::error::{Result, ShmemError};
-use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
+use crate::op::Op;
+use crate::pod::{Pod, bytes_of, bytes_of_mut};
 use crate::runtime::Runtime;
-use crate::wait::Cmp;
+use conduits::SignalOp;
 use conduits::prelude::*;
-use conduits::{AmoOp, SignalOp};
 use std::marker::PhantomData;
+
+mod atomic;
 
 /// A symmetric array of `len` elements of `T`, one copy on every PE.
 ///
@@ -28,7 +30,7 @@ use std::marker::PhantomData;
 /// let x = sh.calloc::<u64>(4)?;              // collective
 /// x.p(0, me as u64, (me + 1) % n)?;          // write element 0 on the next PE
 /// sh.barrier_all()?;
-/// assert_eq!(x.as_slice()[0], ((me + n - 1) % n) as u64);
+/// assert_eq!(x.read(0), ((me + n - 1) % n) as u64);
 /// # Ok::<(), shmem::ShmemError>(())
 /// ```
 pub struct SymVec<'s, T: Pod> {
@@ -77,6 +79,7 @@ impl Shmem {
         zero: bool,
     ) -> Result<SymVec<'_, T>> {
         let rt = self.rt();
+        crate::progress::not_in_handler(rt.my_pe(), call)?;
         let bytes = byte_len::<T>(rt, call, len)?;
         let align = align.max(align_of::<T>());
         let what = format!("{len} x {}", std::any::type_name::<T>());
@@ -114,7 +117,7 @@ impl Shmem {
     /// ```no_run
     /// let sh = shmem::init()?;
     /// let c = sh.calloc::<u32>(8)?;
-    /// assert!(c.as_slice().iter().all(|&v| v == 0));
+    /// assert!(c.iter().all(|v| v == 0));
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn calloc<T: Pod>(&self, len: usize) -> Result<SymVec<'_, T>> {
@@ -171,47 +174,236 @@ impl<'s, T: Pod> SymVec<'s, T> {
         self.rt.local_addr(self.off).cast()
     }
 
-    /// This PE's copy, read-only.
+    /// Element `index` of this PE's copy, copied out.
     ///
-    /// Other PEs may write this memory at any time with puts and atomics.
-    /// The values seen through the slice are those of the last
-    /// synchronization (barrier, quiet + flag, [`SymVec::wait_until`],
-    /// signal wait): a concurrent remote write yields unspecified but valid
-    /// values, and a loop polling the slice may never see an update. Poll
-    /// with [`SymVec::wait_until`] or [`SymVec::test`] instead.
+    /// Other PEs (and this one, through puts, atomics and collectives) may
+    /// write this memory at any time, so no reference to it is handed out:
+    /// the element is read with a volatile load, which the compiler
+    /// performs every time it is called (a polling loop sees updates) and
+    /// whose bytes are always a valid `T`. What it reads is meaningful
+    /// after a synchronization that orders the writes before it: a
+    /// barrier, [`Shmem::quiet`] plus a flag, [`SymVec::wait_until`], a
+    /// signal wait. Panics, naming the PE, when `index >= len()`.
     ///
     /// ```no_run
     /// let sh = shmem::init()?;
     /// let x = sh.calloc::<i32>(3)?;
-    /// assert_eq!(x.as_slice(), &[0, 0, 0]);
+    /// assert_eq!(x.read(2), 0);
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     #[inline]
-    pub fn as_slice(&self) -> &[T] {
-        // SAFETY: `off..off+len*size_of::<T>()` is a live allocation in this
-        // PE's segment, aligned for `T`, mapped for as long as the runtime
-        // (which `'s` borrows) lives; the bytes are always initialized (the
-        // segment starts zeroed and is only written with `T` values or
-        // bytes), and every bit pattern is a valid `T`.
-        unsafe { std::slice::from_raw_parts(self.local_ptr(), self.len) }
+    pub fn read(&self, index: usize) -> T {
+        self.check_local(index, 1, "SymVec::read");
+        // SAFETY: `index < len`: the element lies in this object's live
+        // allocation in this PE's segment, aligned for `T`, mapped while
+        // `'s` borrows the runtime. It is read through a raw pointer and no
+        // Rust reference to segment memory exists in safe code, so no
+        // reference's guarantee is broken by a concurrent writer; the load
+        // is volatile, so it is neither elided nor merged, and whatever
+        // bytes a racing write leaves are a valid `T` (`Pod`).
+        unsafe { self.local_ptr().add(index).read_volatile() }
     }
 
-    /// This PE's copy, writable. Same rules as [`SymVec::as_slice`] for
-    /// remote writes: write what remote PEs do not write concurrently, and
-    /// synchronize (barrier, signal) before they read it.
+    /// Writes `value` to element `index` of this PE's copy (a volatile
+    /// store; same rules as [`SymVec::read`]). Peers see it after a
+    /// synchronization (a barrier, a signal). Panics when `index >= len()`.
     ///
     /// ```no_run
     /// let sh = shmem::init()?;
-    /// let mut x = sh.malloc::<u16>(4)?;
-    /// x.as_mut_slice().copy_from_slice(&[1, 2, 3, 4]);
+    /// let x = sh.calloc::<u16>(4)?;
+    /// x.write(3, 7);
+    /// assert_eq!(x.read(3), 7);
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     #[inline]
-    pub fn as_mut_slice(&mut self) -> &mut [T] {
+    pub fn write(&self, index: usize, value: T) {
+        self.check_local(index, 1, "SymVec::write");
+        // SAFETY: as in `read`: a live, aligned element written through a
+        // raw pointer that no Rust reference aliases in safe code.
+        unsafe { self.local_ptr().add(index).write_volatile(value) }
+    }
+
+    /// Copies this PE's copy into a new `Vec` (element by element, with
+    /// volatile loads; see [`SymVec::read`]).
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let x = sh.calloc::<i32>(3)?;
+    /// assert_eq!(x.to_vec(), [0, 0, 0]);
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn to_vec(&self) -> Vec<T> {
+        self.iter().collect()
+    }
+
+    /// Copies elements `range` of this PE's copy into a new `Vec`. Panics
+    /// when the range is not within `0..len()`.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let x = sh.calloc::<u8>(8)?;
+    /// x.copy_from(2, b"abc");
+    /// assert_eq!(x.read_range(2..5), b"abc");
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn read_range(&self, range: impl std::ops::RangeBounds<usize>) -> Vec<T> {
+        use std::ops::Bound;
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => self.len,
+        };
+        self.check_local(start, end.saturating_sub(start), "SymVec::read_range");
+        (start..end.max(start)).map(|i| self.read(i)).collect()
+    }
+
+    /// Copies elements `start..start + dst.len()` of this PE's copy into
+    /// `dst`. Panics when they are not within `0..len()`.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let x = sh.calloc::<u64>(4)?;
+    /// let mut two = [9u64; 2];
+    /// x.copy_to(2, &mut two);
+    /// assert_eq!(two, [0, 0]);
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn copy_to(&self, start: usize, dst: &mut [T]) {
+        self.check_local(start, dst.len(), "SymVec::copy_to");
+        for (k, d) in dst.iter_mut().enumerate() {
+            // SAFETY: as in `read`, for element `start + k < len`.
+            *d = unsafe { self.local_ptr().add(start + k).read_volatile() };
+        }
+    }
+
+    /// Copies `src` over elements `start..start + src.len()` of this PE's
+    /// copy (volatile stores; see [`SymVec::write`]). Panics when they are
+    /// not within `0..len()`.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let x = sh.calloc::<u16>(4)?;
+    /// x.copy_from(0, &[1, 2, 3, 4]);
+    /// assert_eq!(x.to_vec(), [1, 2, 3, 4]);
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn copy_from(&self, start: usize, src: &[T]) {
+        self.check_local(start, src.len(), "SymVec::copy_from");
+        for (k, &v) in src.iter().enumerate() {
+            // SAFETY: as in `write`, for element `start + k < len`.
+            unsafe { self.local_ptr().add(start + k).write_volatile(v) };
+        }
+    }
+
+    /// Writes `value` to every element of this PE's copy.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let x = sh.malloc::<i64>(3)?;
+    /// x.fill(-1);
+    /// assert!(x.iter().all(|v| v == -1));
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn fill(&self, value: T) {
+        for k in 0..self.len {
+            // SAFETY: as in `write`, for element `k < len`.
+            unsafe { self.local_ptr().add(k).write_volatile(value) };
+        }
+    }
+
+    /// An iterator over copies of this PE's elements, read one at a time
+    /// when the iterator reaches them (see [`SymVec::read`]).
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let x = sh.calloc::<u32>(4)?;
+    /// x.write(1, 5);
+    /// assert_eq!(x.iter().sum::<u32>(), 5);
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    pub fn iter(&self) -> Iter<'_, 's, T> {
+        Iter {
+            x: self,
+            next: 0,
+            end: self.len,
+        }
+    }
+
+    /// This PE's copy as a slice, without copying.
+    ///
+    /// Safe code has no such view: other PEs, this PE's own puts, atomics
+    /// and collectives, other threads and a conduit's progress thread may
+    /// write this memory at any time, and a Rust reference promises that
+    /// nothing does while it lives. Use [`SymVec::read`],
+    /// [`SymVec::to_vec`], [`SymVec::copy_to`] or [`SymVec::iter`]
+    /// instead. This does not compile:
+    ///
+    /// ```compile_fail,E0133
+    /// let sh = shmem::init()?;
+    /// let (x, me) = (sh.calloc::<u64>(1)?, sh.my_pe());
+    /// let s = x.as_slice();  // an unsafe fn: refused in safe code
+    /// x.p(0, 1, me)?;        // would write under the live `&[u64]`
+    /// assert_eq!(s[0], 1);
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    ///
+    /// # Safety
+    /// While the returned slice lives, nothing may write this PE's copy:
+    /// no PE (this one included) puts into it, updates it atomically or
+    /// names it as the destination of a collective, no thread of this
+    /// process writes it, and no earlier non-blocking or unquieted
+    /// operation targeting it is still in flight. The usual way to know
+    /// this is the program's own protocol: for example, between two
+    /// barriers of a phase in which every PE only reads the object.
+    ///
+    /// ```no_run
+    /// let sh = shmem::init()?;
+    /// let x = sh.calloc::<u64>(4)?;
+    /// sh.barrier_all()?;
+    /// // SAFETY: until the next barrier no PE writes `x` (this program's
+    /// // protocol), and this PE issues nothing targeting it.
+    /// let total: u64 = unsafe { x.as_slice() }.iter().sum();
+    /// sh.barrier_all()?;
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    #[inline]
+    pub unsafe fn as_slice(&self) -> &[T] {
+        // SAFETY: `off..off+len*size_of::<T>()` is a live allocation in
+        // this PE's segment, aligned for `T`, mapped while `'s` borrows the
+        // runtime, its bytes initialized (the segment starts zeroed and is
+        // written only with whole bytes) and every bit pattern a valid `T`;
+        // the caller guarantees that nothing writes it while the slice
+        // lives.
+        unsafe { std::slice::from_raw_parts(self.local_ptr(), self.len) }
+    }
+
+    /// This PE's copy as a mutable slice, without copying.
+    ///
+    /// # Safety
+    /// As [`SymVec::as_slice`], and moreover nothing else reads this PE's
+    /// copy while the slice lives: no PE gets from it or fetches atomically
+    /// from it, no collective sources it, no other thread reads it.
+    #[inline]
+    pub unsafe fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: as in `as_slice`; `&mut self` makes this the only view
-        // created through this handle, and distinct SymVecs never overlap
-        // (the allocator guarantees it).
+        // made through this handle, distinct SymVecs never overlap (the
+        // allocator guarantees it), and the caller guarantees no other
+        // access to the memory while the slice lives.
         unsafe { std::slice::from_raw_parts_mut(self.local_ptr(), self.len) }
+    }
+
+    /// Panics, naming the PE and the call, unless `start..start + count`
+    /// lies in `0..len()`.
+    #[inline(always)]
+    fn check_local(&self, start: usize, count: usize, call: &'static str) {
+        if !(start <= self.len && count <= self.len - start) {
+            local_range_panic(self.rt.my_pe(), call, start, count, self.len)
+        }
     }
 
     /// `shmem_ptr`: the address at which this process can load and store
@@ -243,25 +435,18 @@ impl<'s, T: Pod> SymVec<'s, T> {
     }
 
     /// Segment offset of elements `start..start+count`, or an error naming
-    /// the call.
+    /// the call (the one range check of every operation on the object).
     #[inline(always)]
-    fn range(&self, start: usize, count: usize, call: &'static str) -> Result<usize> {
-        if start <= self.len && count <= self.len - start {
-            Ok(self.off + start * size_of::<T>())
-        } else {
-            Err(self.range_error(start, count, call))
-        }
-    }
-
-    #[cold]
-    fn range_error(&self, start: usize, count: usize, call: &'static str) -> ShmemError {
-        ShmemError::OutOfBounds {
-            pe: self.rt.my_pe(),
+    pub(crate) fn range(&self, start: usize, count: usize, call: &'static str) -> Result<usize> {
+        crate::op::elem_range(
+            self.rt,
             call,
+            self.off,
+            self.len,
+            size_of::<T>(),
             start,
             count,
-            len: self.len,
-        }
+        )
     }
 
     /// `shmem_put`: copies `src` over elements `start..start + src.len()` of
@@ -277,12 +462,8 @@ impl<'s, T: Pod> SymVec<'s, T> {
     #[inline]
     pub fn put(&self, start: usize, src: &[T], pe: usize) -> Result<()> {
         const CALL: &str = "shmem_put";
-        self.rt.check_pe(pe, CALL)?;
         let off = self.range(start, src.len(), CALL)?;
-        self.rt
-            .conduit
-            .put(CtxId::DEFAULT, pe, off, bytes_of(src))
-            .map_err(|e| self.rt.err(CALL, e))
+        Op::default(self.rt).put(CALL, pe, off, bytes_of(src))
     }
 
     /// `shmem_get`: copies elements `start..start + dst.len()` of `pe`'s
@@ -298,12 +479,8 @@ impl<'s, T: Pod> SymVec<'s, T> {
     #[inline]
     pub fn get(&self, start: usize, dst: &mut [T], pe: usize) -> Result<()> {
         const CALL: &str = "shmem_get";
-        self.rt.check_pe(pe, CALL)?;
         let off = self.range(start, dst.len(), CALL)?;
-        self.rt
-            .conduit
-            .get(CtxId::DEFAULT, pe, off, bytes_of_mut(dst))
-            .map_err(|e| self.rt.err(CALL, e))
+        Op::default(self.rt).get(CALL, pe, off, bytes_of_mut(dst))
     }
 
     /// `shmem_p`: writes `value` to element `index` of `pe`'s copy.
@@ -317,17 +494,8 @@ impl<'s, T: Pod> SymVec<'s, T> {
     #[inline]
     pub fn p(&self, index: usize, value: T, pe: usize) -> Result<()> {
         const CALL: &str = "shmem_p";
-        self.rt.check_pe(pe, CALL)?;
         let off = self.range(index, 1, CALL)?;
-        self.rt
-            .conduit
-            .put(
-                CtxId::DEFAULT,
-                pe,
-                off,
-                bytes_of(std::slice::from_ref(&value)),
-            )
-            .map_err(|e| self.rt.err(CALL, e))
+        Op::default(self.rt).put(CALL, pe, off, bytes_of(std::slice::from_ref(&value)))
     }
 
     /// `shmem_g`: reads element `index` of `pe`'s copy.
@@ -341,34 +509,12 @@ impl<'s, T: Pod> SymVec<'s, T> {
     #[inline]
     pub fn g(&self, index: usize, pe: usize) -> Result<T> {
         const CALL: &str = "shmem_g";
-        self.rt.check_pe(pe, CALL)?;
         let off = self.range(index, 1, CALL)?;
-        // SAFETY: all-zero bytes are a valid `T` (every bit pattern is).
+        // SAFETY: all-zero bytes are a valid `T` (`Pod`: every bit pattern
+        // is).
         let mut v: T = unsafe { std::mem::zeroed() };
-        self.rt
-            .conduit
-            .get(
-                CtxId::DEFAULT,
-                pe,
-                off,
-                bytes_of_mut(std::slice::from_mut(&mut v)),
-            )
-            .map_err(|e| self.rt.err(CALL, e))?;
+        Op::default(self.rt).get(CALL, pe, off, bytes_of_mut(std::slice::from_mut(&mut v)))?;
         Ok(v)
-    }
-
-    /// Checks the range `start..start+count` and `pe` for a non-blocking
-    /// call; returns the segment offset.
-    #[inline]
-    pub(crate) fn nbi_target(
-        &self,
-        start: usize,
-        count: usize,
-        pe: usize,
-        call: &'static str,
-    ) -> Result<usize> {
-        self.rt.check_pe(pe, call)?;
-        self.range(start, count, call)
     }
 
     /// `shmem_put_signal`: puts `src` at elements `start..` of `pe`'s copy,
@@ -384,7 +530,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
     ///     data.put_signal(0, b"hello", &sig, 0, SignalOp::Set, 1, 1)?;
     /// } else if sh.my_pe() == 1 {
     ///     sig.signal_wait_until(0, Cmp::Eq, 1)?;
-    ///     assert_eq!(&data.as_slice()[..5], b"hello");
+    ///     assert_eq!(data.read_range(..5), b"hello");
     /// }
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
@@ -401,13 +547,9 @@ impl<'s, T: Pod> SymVec<'s, T> {
         pe: usize,
     ) -> Result<()> {
         const CALL: &str = "shmem_put_signal";
-        self.rt.check_pe(pe, CALL)?;
         let off = self.range(start, src.len(), CALL)?;
         let sig_off = sig.range(sig_index, 1, CALL)?;
-        self.rt
-            .conduit
-            .put_signal(CtxId::DEFAULT, pe, off, bytes_of(src), sig_off, op, value)
-            .map_err(|e| self.rt.err(CALL, e))
+        Op::default(self.rt).put_signal(CALL, pe, off, bytes_of(src), sig_off, op, value)
     }
 
     /// `shmem_realloc`: resizes the object to `new_len` elements on every
@@ -419,9 +561,9 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// ```no_run
     /// let sh = shmem::init()?;
     /// let mut v = sh.calloc::<u32>(2)?;
-    /// v.as_mut_slice().copy_from_slice(&[1, 2]);
+    /// v.copy_from(0, &[1, 2]);
     /// v.realloc(1000)?;
-    /// assert_eq!(&v.as_slice()[..2], &[1, 2]);
+    /// assert_eq!(v.read_range(..2), [1, 2]);
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn realloc(&mut self, new_len: usize) -> Result<()> {
@@ -471,352 +613,64 @@ impl<T: Pod> Drop for SymVec<'_, T> {
     }
 }
 
-impl<T: AmoElem> SymVec<'_, T> {
-    #[inline(always)]
-    fn amo(
-        &self,
-        index: usize,
-        pe: usize,
-        op: AmoOp,
-        operand: T,
-        compare: T,
-        call: &'static str,
-    ) -> Result<T> {
-        self.rt.check_pe(pe, call)?;
-        let off = self.range(index, 1, call)?;
-        self.rt
-            .conduit
-            .atomic(
-                CtxId::DEFAULT,
-                pe,
-                off,
-                op,
-                T::WIDTH,
-                operand.to_bits(),
-                compare.to_bits(),
-            )
-            .map(T::from_bits)
-            .map_err(|e| self.rt.err(call, e))
-    }
-
-    /// `shmem_atomic_fetch`: atomically reads element `index` of `pe`'s copy.
-    ///
-    /// ```no_run
-    /// let sh = shmem::init()?;
-    /// let x = sh.calloc::<f64>(1)?;
-    /// let v = x.atomic_fetch(0, 0)?;
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn atomic_fetch(&self, index: usize, pe: usize) -> Result<T> {
-        let z = T::from_bits(0);
-        self.amo(index, pe, AmoOp::Fetch, z, z, "shmem_atomic_fetch")
-    }
-
-    /// `shmem_atomic_set`: atomically writes `value`.
-    ///
-    /// ```no_run
-    /// let sh = shmem::init()?;
-    /// let x = sh.calloc::<f32>(1)?;
-    /// x.atomic_set(0, 1.5, 0)?;
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn atomic_set(&self, index: usize, value: T, pe: usize) -> Result<()> {
-        let z = T::from_bits(0);
-        self.amo(index, pe, AmoOp::Set, value, z, "shmem_atomic_set")
-            .map(drop)
-    }
-
-    /// `shmem_atomic_swap`: atomically writes `value`, returns the old value.
-    ///
-    /// ```no_run
-    /// let sh = shmem::init()?;
-    /// let x = sh.calloc::<u64>(1)?;
-    /// let old = x.atomic_swap(0, 9, 0)?;
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn atomic_swap(&self, index: usize, value: T, pe: usize) -> Result<T> {
-        let z = T::from_bits(0);
-        self.amo(index, pe, AmoOp::Swap, value, z, "shmem_atomic_swap")
-    }
+/// An iterator over copies of a [`SymVec`]'s local elements, made by
+/// [`SymVec::iter`].
+#[derive(Debug)]
+pub struct Iter<'a, 's, T: Pod> {
+    x: &'a SymVec<'s, T>,
+    next: usize,
+    end: usize,
 }
 
-macro_rules! fetching {
-    ($(#[$doc:meta])* $name:ident, $op:ident, $call:literal) => {
-        $(#[$doc])*
-        #[inline]
-        pub fn $name(&self, index: usize, value: T, pe: usize) -> Result<T> {
-            self.amo(index, pe, AmoOp::$op, value, T::from_bits(0), $call)
+impl<T: Pod> Iterator for Iter<'_, '_, T> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        if self.next < self.end {
+            let v = self.x.read(self.next);
+            self.next += 1;
+            Some(v)
+        } else {
+            None
         }
-    };
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.next;
+        (n, Some(n))
+    }
 }
 
-macro_rules! non_fetching {
-    ($(#[$doc:meta])* $name:ident, $op:ident, $call:literal) => {
-        $(#[$doc])*
-        #[inline]
-        pub fn $name(&self, index: usize, value: T, pe: usize) -> Result<()> {
-            self.amo(index, pe, AmoOp::$op, value, T::from_bits(0), $call)
-                .map(drop)
+impl<T: Pod> DoubleEndedIterator for Iter<'_, '_, T> {
+    #[inline]
+    fn next_back(&mut self) -> Option<T> {
+        if self.next < self.end {
+            self.end -= 1;
+            Some(self.x.read(self.end))
+        } else {
+            None
         }
-    };
-}
-
-impl<T: AmoInt> SymVec<'_, T> {
-    /// `shmem_atomic_compare_swap`: if element `index` of `pe`'s copy
-    /// equals `cond`, writes `value`; returns the old value either way.
-    ///
-    /// ```no_run
-    /// let sh = shmem::init()?;
-    /// let lock = sh.calloc::<u64>(1)?;
-    /// let got = lock.atomic_compare_swap(0, 0, sh.my_pe() as u64 + 1, 0)? == 0;
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn atomic_compare_swap(&self, index: usize, cond: T, value: T, pe: usize) -> Result<T> {
-        self.amo(
-            index,
-            pe,
-            AmoOp::CompareSwap,
-            value,
-            cond,
-            "shmem_atomic_compare_swap",
-        )
-    }
-
-    fetching!(
-        /// `shmem_atomic_fetch_add`: adds `value` (wrapping), returns the
-        /// old value.
-        ///
-        /// ```no_run
-        /// let sh = shmem::init()?;
-        /// let ctr = sh.calloc::<i64>(1)?;
-        /// let ticket = ctr.atomic_fetch_add(0, 1, 0)?;
-        /// # Ok::<(), shmem::ShmemError>(())
-        /// ```
-        atomic_fetch_add, FetchAdd, "shmem_atomic_fetch_add"
-    );
-    non_fetching!(
-        /// `shmem_atomic_add`: adds `value` (wrapping).
-        ///
-        /// ```no_run
-        /// let sh = shmem::init()?;
-        /// let ctr = sh.calloc::<u32>(1)?;
-        /// ctr.atomic_add(0, 5, 0)?;
-        /// # Ok::<(), shmem::ShmemError>(())
-        /// ```
-        atomic_add, Add, "shmem_atomic_add"
-    );
-    fetching!(
-        /// `shmem_atomic_fetch_and`: ANDs `value`, returns the old value.
-        ///
-        /// ```no_run
-        /// let sh = shmem::init()?;
-        /// let m = sh.calloc::<u64>(1)?;
-        /// let old = m.atomic_fetch_and(0, 0xff, 0)?;
-        /// # Ok::<(), shmem::ShmemError>(())
-        /// ```
-        atomic_fetch_and, FetchAnd, "shmem_atomic_fetch_and"
-    );
-    fetching!(
-        /// `shmem_atomic_fetch_or`: ORs `value`, returns the old value.
-        ///
-        /// ```no_run
-        /// let sh = shmem::init()?;
-        /// let m = sh.calloc::<u32>(1)?;
-        /// let old = m.atomic_fetch_or(0, 1 << sh.my_pe(), 0)?;
-        /// # Ok::<(), shmem::ShmemError>(())
-        /// ```
-        atomic_fetch_or, FetchOr, "shmem_atomic_fetch_or"
-    );
-    fetching!(
-        /// `shmem_atomic_fetch_xor`: XORs `value`, returns the old value.
-        ///
-        /// ```no_run
-        /// let sh = shmem::init()?;
-        /// let m = sh.calloc::<i32>(1)?;
-        /// let old = m.atomic_fetch_xor(0, -1, 0)?;
-        /// # Ok::<(), shmem::ShmemError>(())
-        /// ```
-        atomic_fetch_xor, FetchXor, "shmem_atomic_fetch_xor"
-    );
-    non_fetching!(
-        /// `shmem_atomic_and`: ANDs `value`.
-        ///
-        /// ```no_run
-        /// let sh = shmem::init()?;
-        /// let m = sh.calloc::<u64>(1)?;
-        /// m.atomic_and(0, 0, 0)?;
-        /// # Ok::<(), shmem::ShmemError>(())
-        /// ```
-        atomic_and, And, "shmem_atomic_and"
-    );
-    non_fetching!(
-        /// `shmem_atomic_or`: ORs `value`.
-        ///
-        /// ```no_run
-        /// let sh = shmem::init()?;
-        /// let m = sh.calloc::<u64>(1)?;
-        /// m.atomic_or(0, 4, 0)?;
-        /// # Ok::<(), shmem::ShmemError>(())
-        /// ```
-        atomic_or, Or, "shmem_atomic_or"
-    );
-    non_fetching!(
-        /// `shmem_atomic_xor`: XORs `value`.
-        ///
-        /// ```no_run
-        /// let sh = shmem::init()?;
-        /// let m = sh.calloc::<u64>(1)?;
-        /// m.atomic_xor(0, 4, 0)?;
-        /// # Ok::<(), shmem::ShmemError>(())
-        /// ```
-        atomic_xor, Xor, "shmem_atomic_xor"
-    );
-
-    /// `shmem_atomic_fetch_inc`: adds one, returns the old value.
-    ///
-    /// ```no_run
-    /// let sh = shmem::init()?;
-    /// let ctr = sh.calloc::<u64>(1)?;
-    /// let mine = ctr.atomic_fetch_inc(0, 0)?;
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn atomic_fetch_inc(&self, index: usize, pe: usize) -> Result<T> {
-        self.amo(
-            index,
-            pe,
-            AmoOp::FetchAdd,
-            T::ONE,
-            T::from_bits(0),
-            "shmem_atomic_fetch_inc",
-        )
-    }
-
-    /// `shmem_atomic_inc`: adds one.
-    ///
-    /// ```no_run
-    /// let sh = shmem::init()?;
-    /// let ctr = sh.calloc::<u64>(1)?;
-    /// ctr.atomic_inc(0, 0)?;
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn atomic_inc(&self, index: usize, pe: usize) -> Result<()> {
-        self.amo(
-            index,
-            pe,
-            AmoOp::Add,
-            T::ONE,
-            T::from_bits(0),
-            "shmem_atomic_inc",
-        )
-        .map(drop)
-    }
-
-    /// `shmem_wait_until`: waits until element `index` of this PE's copy
-    /// satisfies `word <cmp> value`, polling the conduit (spin briefly,
-    /// then yield); returns the word that satisfied it.
-    ///
-    /// ```no_run
-    /// use shmem::Cmp;
-    /// let sh = shmem::init()?;
-    /// let flag = sh.calloc::<i32>(1)?;
-    /// if sh.my_pe() == 0 {
-    ///     for pe in 1..sh.n_pes() { flag.atomic_add(0, 1, pe)?; }
-    /// } else {
-    ///     flag.wait_until(0, Cmp::Ge, 1)?;
-    /// }
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn wait_until(&self, index: usize, cmp: Cmp, value: T) -> Result<T> {
-        const CALL: &str = "shmem_wait_until";
-        let off = self.range(index, 1, CALL)?;
-        self.rt
-            .wait_word_for(
-                off,
-                T::WIDTH,
-                CALL,
-                |w| cmp.holds(T::from_bits(w), value),
-                |w| {
-                    format!(
-                        "element {index} (offset {off:#x}) to become {} {value:?} (currently {:?})",
-                        cmp.symbol(),
-                        T::from_bits(w)
-                    )
-                },
-            )
-            .map(T::from_bits)
-    }
-
-    /// `shmem_test`: whether element `index` of this PE's copy satisfies
-    /// `word <cmp> value` now (after serving pending messages once).
-    ///
-    /// ```no_run
-    /// use shmem::Cmp;
-    /// let sh = shmem::init()?;
-    /// let flag = sh.calloc::<u64>(1)?;
-    /// while !flag.test(0, Cmp::Ne, 0)? { /* compute */ break; }
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn test(&self, index: usize, cmp: Cmp, value: T) -> Result<bool> {
-        const CALL: &str = "shmem_test";
-        let off = self.range(index, 1, CALL)?;
-        self.rt.conduit.poll().map_err(|e| self.rt.err(CALL, e))?;
-        Ok(cmp.holds(T::from_bits(self.rt.load_word(off, T::WIDTH)), value))
     }
 }
 
-impl SymVec<'_, u64> {
-    /// `shmem_signal_fetch`: atomically reads signal word `index` of this
-    /// PE's copy.
-    ///
-    /// ```no_run
-    /// let sh = shmem::init()?;
-    /// let sig = sh.calloc::<u64>(1)?;
-    /// assert_eq!(sig.signal_fetch(0)?, 0);
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn signal_fetch(&self, index: usize) -> Result<u64> {
-        let off = self.range(index, 1, "shmem_signal_fetch")?;
-        Ok(self.rt.load_word(off, conduits::AmoWidth::W64))
-    }
+impl<T: Pod> ExactSizeIterator for Iter<'_, '_, T> {}
 
-    /// `shmem_signal_wait_until`: waits until signal word `index` of this
-    /// PE's copy satisfies `word <cmp> value`; returns the word. Data put
-    /// with [`SymVec::put_signal`] before the signal is visible on return.
-    ///
-    /// ```no_run
-    /// use shmem::Cmp;
-    /// let sh = shmem::init()?;
-    /// let sig = sh.calloc::<u64>(1)?;
-    /// if sh.n_pes() > 1 {
-    ///     if sh.my_pe() == 0 { sig.atomic_set(0, 3, 1)?; }
-    ///     if sh.my_pe() == 1 { assert_eq!(sig.signal_wait_until(0, Cmp::Eq, 3)?, 3); }
-    /// }
-    /// # Ok::<(), shmem::ShmemError>(())
-    /// ```
-    #[inline]
-    pub fn signal_wait_until(&self, index: usize, cmp: Cmp, value: u64) -> Result<u64> {
-        const CALL: &str = "shmem_signal_wait_until";
-        let off = self.range(index, 1, CALL)?;
-        self.rt.wait_word_for(
-            off,
-            conduits::AmoWidth::W64,
-            CALL,
-            |w| cmp.holds(w, value),
-            |w| {
-                format!(
-                    "signal {index} (offset {off:#x}) to become {} {value} (currently {w})",
-                    cmp.symbol()
-                )
-            },
-        )
+impl<'a, 's, T: Pod> IntoIterator for &'a SymVec<'s, T> {
+    type Item = T;
+    type IntoIter = Iter<'a, 's, T>;
+    fn into_iter(self) -> Iter<'a, 's, T> {
+        self.iter()
     }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn local_range_panic(pe: usize, call: &str, start: usize, count: usize, len: usize) -> ! {
+    panic!(
+        "PE {pe}: {call}: elements {start}..{} out of bounds of the {len} local elements",
+        start.saturating_add(count)
+    )
 }

@@ -28,16 +28,16 @@ fn heap_exhaustion(sh: &shmem::Shmem) {
 }
 
 fn rma(sh: &shmem::Shmem) {
-    let mut x = sh.calloc::<u32>(8).unwrap();
-    assert_eq!(x.as_slice(), &[0; 8]);
+    let x = sh.calloc::<u32>(8).unwrap();
+    assert_eq!(x.to_vec(), &[0; 8]);
     x.put(2, &[5, 6, 7], 0).unwrap();
-    assert_eq!(x.as_slice(), &[0, 0, 5, 6, 7, 0, 0, 0]);
+    assert_eq!(x.to_vec(), &[0, 0, 5, 6, 7, 0, 0, 0]);
     let mut back = [0u32; 4];
     x.get(1, &mut back, 0).unwrap();
     assert_eq!(back, [0, 5, 6, 7]);
     x.p(7, 99, 0).unwrap();
     assert_eq!(x.g(7, 0).unwrap(), 99);
-    x.as_mut_slice()[0] = 11;
+    x.write(0, 11);
     assert_eq!(x.g(0, 0).unwrap(), 11);
 
     // Errors name the PE, the call and the value.
@@ -64,7 +64,7 @@ fn rma(sh: &shmem::Shmem) {
     let m = sh.calloc::<[f64; 3]>(2).unwrap();
     m.p(1, [1.0, 2.0, 3.0], 0).unwrap();
     assert_eq!(m.g(1, 0).unwrap(), [1.0, 2.0, 3.0]);
-    assert_eq!(m.as_slice()[0], [0.0; 3]);
+    assert_eq!(m.read(0), [0.0; 3]);
 
     // Direct pointers.
     let p = x.ptr(0).expect("smp maps segments");
@@ -115,10 +115,10 @@ fn atomics(sh: &shmem::Shmem) {
             a.atomic_xor(1, 0b1000, 0).unwrap();
             assert_eq!(a.atomic_fetch(1, 0).unwrap(), 0b0101);
             // Element 0 untouched, wrapping arithmetic.
-            assert_eq!(a.as_slice()[0], 0);
+            assert_eq!(a.read(0), 0);
             a.atomic_set(0, <$t>::MAX, 0).unwrap();
             a.atomic_inc(0, 0).unwrap();
-            assert_eq!(a.as_slice()[0], <$t>::MIN);
+            assert_eq!(a.read(0), <$t>::MIN);
             assert!(a.atomic_fetch(2, 0).is_err());
             assert!(a.atomic_inc(0, 1).is_err());
         }};
@@ -133,7 +133,7 @@ fn atomics(sh: &shmem::Shmem) {
     f.atomic_set(0, -1.25, 0).unwrap();
     assert_eq!(f.atomic_fetch(0, 0).unwrap(), -1.25);
     assert_eq!(f.atomic_swap(0, 3.5, 0).unwrap(), -1.25);
-    assert_eq!(f.as_slice()[0], 3.5);
+    assert_eq!(f.read(0), 3.5);
     let d = sh.calloc::<f64>(1).unwrap();
     d.atomic_set(0, 1e300, 0).unwrap();
     assert_eq!(d.atomic_swap(0, -0.5, 0).unwrap(), 1e300);
@@ -183,7 +183,7 @@ fn waits_and_signals(sh: &shmem::Shmem) {
     data.put_signal(3, b"abc", &sig, 1, SignalOp::Set, 7, 0)
         .unwrap();
     assert_eq!(sig.signal_wait_until(1, Cmp::Eq, 7).unwrap(), 7);
-    assert_eq!(&data.as_slice()[3..6], b"abc");
+    assert_eq!(data.read_range(3..6), b"abc");
     data.put_signal(0, b"z", &sig, 1, SignalOp::Add, 5, 0)
         .unwrap();
     assert_eq!(sig.signal_fetch(1).unwrap(), 12);
@@ -208,18 +208,18 @@ fn allocation(sh: &shmem::Shmem) {
     assert_eq!(al.segment_offset() % 4096, 0);
 
     let mut v = sh.calloc::<u64>(4).unwrap();
-    v.as_mut_slice().copy_from_slice(&[1, 2, 3, 4]);
+    v.copy_from(0, &[1, 2, 3, 4]);
     let blocker = sh.malloc::<u64>(1).unwrap();
     let before = v.segment_offset();
     v.realloc(1000).unwrap();
     assert_ne!(v.segment_offset(), before, "grew past a live block: moved");
     assert_eq!(v.len(), 1000);
-    assert_eq!(&v.as_slice()[..4], &[1, 2, 3, 4]);
+    assert_eq!(v.read_range(..4), &[1, 2, 3, 4]);
     v.p(999, 5, 0).unwrap();
     let at = v.segment_offset();
     v.realloc(2).unwrap();
     assert_eq!(v.segment_offset(), at, "shrinking stays in place");
-    assert_eq!(v.as_slice(), &[1, 2]);
+    assert_eq!(v.to_vec(), &[1, 2]);
     let e = v.realloc(usize::MAX / 16).unwrap_err();
     assert!(
         matches!(
@@ -231,7 +231,7 @@ fn allocation(sh: &shmem::Shmem) {
         ),
         "{e:?}"
     );
-    assert_eq!(v.as_slice(), &[1, 2], "failed realloc keeps the object");
+    assert_eq!(v.to_vec(), &[1, 2], "failed realloc keeps the object");
     drop(blocker);
 
     let empty = sh.malloc::<u32>(0).unwrap();

@@ -424,3 +424,24 @@ pub fn fpga_job<S: AsRef<std::ffi::OsStr>>(
     assert!(left.is_empty(), "fpga job {id} left behind {left:?}");
     Job { n, id, out }
 }
+
+/// The pids of the running processes of job `id` with rank `rank`.
+pub fn pe_pids(id: &str, rank: Option<usize>) -> Vec<u32> {
+    let want_job = format!("FSHMEM_JOB_ID={id}");
+    let want_rank = rank.map(|r| format!("FSHMEM_RANK={r}"));
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+        let has = |s: &str| vars.contains(&s.as_bytes());
+        if has(&want_job) && want_rank.as_deref().is_none_or(has) {
+            pids.push(pid);
+        }
+    }
+    pids
+}

@@ -9,7 +9,9 @@
 //! OpenSHMEM): while the others wait for what it never sent, it waits for
 //! them, says so, and the wait timeout ends the job.
 
-use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_for};
+use fshmem_tests::{
+    example, finish, oshrun_cmd, pe_pids, shm_files, spawn, unique_job_id, wait_for,
+};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The bound on "the others stop within 2 s", plus scheduling margin for
@@ -21,27 +23,6 @@ fn now_ms() -> u128 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0)
-}
-
-/// The pids of the running processes of job `id` with rank `rank`.
-fn pe_pids(id: &str, rank: Option<usize>) -> Vec<u32> {
-    let want_job = format!("FSHMEM_JOB_ID={id}");
-    let want_rank = rank.map(|r| format!("FSHMEM_RANK={r}"));
-    let mut pids = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
-            continue;
-        };
-        let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
-        let has = |s: &str| vars.contains(&s.as_bytes());
-        if has(&want_job) && want_rank.as_deref().is_none_or(has) {
-            pids.push(pid);
-        }
-    }
-    pids
 }
 
 fn crash(conduit: &str, kind: &str) {

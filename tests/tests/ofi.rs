@@ -9,13 +9,14 @@
 //! corrupts packets of coll_check's alltoalls (see the README).
 
 use fshmem_tests::{
-    RunOutput, any_bin, bin, example, finish, oshrun_cmd, profile_dir, run, spawn, unique_job_id,
+    RunOutput, Running, any_bin, bin, example, finish, oshrun_cmd, profile_dir, run, spawn,
+    unique_job_id,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const SIZES: [usize; 3] = [2, 4, 5];
@@ -220,6 +221,132 @@ fn failures_are_named_and_end_the_job() {
     );
 }
 
+/// The bound on "the job ends after a PE fails": the default peer timeout
+/// (`FSHMEM_PEER_TIMEOUT`); the job must never hang.
+const FAIL_BOUND: Duration = Duration::from_secs(10);
+
+/// The ways PE 1 fails in `fault crash`: killed from outside (SIGKILL), or
+/// erring out of the program (exit status 3).
+const FAILURES: [&str; 2] = ["kill", "exit3"];
+
+/// Waits until every one of `n` PEs printed that its next call is the
+/// wait of `fault crash` (every PE is past its barrier), reading the lines
+/// from the running processes `outs` (one job, or one process per PE).
+fn all_waiting(jobs: &mut [Running], n: usize, what: &str) {
+    let mut waiting = vec![false; n];
+    let end = Instant::now() + TIMEOUT;
+    while !waiting.iter().all(|&w| w) {
+        let mut got = false;
+        for j in jobs.iter_mut() {
+            let line = j.wait_line(Duration::from_millis(100), |l| {
+                l.starts_with("fault: PE ") && l.ends_with(" waiting")
+            });
+            if let Some(l) = line {
+                let pe: usize = l["fault: PE ".len()..l.len() - " waiting".len()]
+                    .parse()
+                    .expect("a PE number");
+                waiting[pe] = true;
+                got = true;
+            }
+        }
+        assert!(
+            got || Instant::now() < end,
+            "{what}: not every PE reached its wait: {:?}",
+            jobs.iter().map(|j| j.stdout_so_far()).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// PE `pe`'s pid, from the `fault: PE r pid P started` lines.
+fn pid_of(stdout: &str, pe: usize) -> Option<i32> {
+    let head = format!("fault: PE {pe} pid ");
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(head.as_str()))
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+}
+
+/// SIGKILL to `pid`.
+fn kill9(pid: i32) {
+    // SAFETY: kill has no memory preconditions; the pid is a PE of a job
+    // this test started and has not reaped.
+    assert_eq!(unsafe { libc_kill(pid, 9) }, 0, "kill -9 {pid}");
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// When PE 1 failed: `at` if the test killed it, else the time it printed.
+fn failed_at(out: &str, at: Option<Instant>, start: Instant, start_ms: u128) -> Instant {
+    at.unwrap_or_else(|| {
+        let ms: u128 = out
+            .lines()
+            .find_map(|l| l.strip_prefix("fault: PE 1 failing at "))
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no failure time: {out}"));
+        start + Duration::from_millis(ms.saturating_sub(start_ms) as u64)
+    })
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+/// Every PE that noticed the failure names PE 1, never another.
+fn blames_pe_1(out: &str, what: &str) {
+    for d in out.lines().filter(|l| l.contains(" detected at ")) {
+        assert!(d.contains("PE 1 failed"), "{what}: {d:?} blames another PE");
+    }
+}
+
+/// PE 1 killed (SIGKILL) or erring out mid-run, at 2, 4 and 5 PEs on
+/// loopback tcp: oshrun exits non-zero naming PE 1, within the bound.
+#[test]
+fn a_pe_that_dies_or_errs_ends_the_job_naming_it() {
+    for n in SIZES {
+        for kind in FAILURES {
+            let what = format!("{kind} at {n} PEs");
+            let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+            let id = unique_job_id("ofx");
+            let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", "ofi", "--job-id", &id]);
+            cmd.arg(example("fault")).args(["crash", kind]);
+            for (k, v) in PROVIDERS[0] {
+                cmd.env(k, v);
+            }
+            let (start, start_ms) = (Instant::now(), unix_ms());
+            let mut job = [spawn(&mut cmd)];
+            let mut at = None;
+            if kind == "kill" {
+                all_waiting(&mut job, n, &what);
+                let pid = pid_of(job[0].stdout_so_far(), 1).expect("PE 1's pid");
+                kill9(pid);
+                at = Some(Instant::now());
+            }
+            let [job] = job;
+            let out = finish(job, TIMEOUT);
+            let ended = Instant::now();
+            let ctx = format!("{what}: {out:?}");
+            assert_ne!(out.code(), Some(0), "{ctx}");
+            let took = ended.duration_since(failed_at(&out.stdout, at, start, start_ms));
+            assert!(
+                took < FAIL_BOUND,
+                "{ctx}: the job ended {took:?} after PE 1 failed"
+            );
+            blames_pe_1(&out.stdout, &ctx);
+            assert!(
+                out.stderr.contains("oshrun: PE 1 (pid")
+                    || out.stderr.contains("after PE 1 failed"),
+                "oshrun does not name PE 1: {ctx}"
+            );
+        }
+    }
+}
+
 fn ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip")
         .args(args)
@@ -298,12 +425,19 @@ impl Hosts {
     /// rendezvous.
     fn job(&self, n: usize, prog: &Path, args: &[&str]) -> Vec<RunOutput> {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+        let children = self.spawn_job(n, prog, args);
+        children.into_iter().map(|c| finish(c, TIMEOUT)).collect()
+    }
+
+    /// The processes of `prog args` as `n` PEs, as [`Hosts::job`] starts
+    /// them (`ip netns exec` runs the program in the same process).
+    fn spawn_job(&self, n: usize, prog: &Path, args: &[&str]) -> Vec<Running> {
         let boot = format!(
             "[{}::1]:{}",
             self.prefix,
             20000 + std::process::id() % 20000
         );
-        let children: Vec<_> = (0..n)
+        (0..n)
             .map(|r| {
                 let mut c = Command::new("ip");
                 c.args(["netns", "exec", &self.nodes[r % 3]])
@@ -318,8 +452,7 @@ impl Hosts {
                     .env("FSHMEM_BOOTSTRAP", &boot);
                 spawn(&mut c)
             })
-            .collect();
-        children.into_iter().map(|c| finish(c, TIMEOUT)).collect()
+            .collect()
     }
 }
 
@@ -360,5 +493,47 @@ fn tcp_across_three_network_namespaces() {
     let outs = hosts.job(3, &example("smp_fail"), &["global-exit", "7"]);
     for (r, o) in outs.iter().enumerate() {
         assert_eq!(o.code(), Some(7), "global-exit PE {r}: {o:?}");
+    }
+}
+
+/// PE 1 killed (SIGKILL) or erring out mid-run, at 2, 4 and 5 PEs spread
+/// over three network namespaces, with no launcher to notice: every other
+/// PE detects it (through the bootstrap), names PE 1 and exits non-zero
+/// within the bound.
+#[test]
+fn a_pe_that_dies_or_errs_across_namespaces_ends_the_job_naming_it() {
+    let hosts = Hosts::build();
+    for n in SIZES {
+        for kind in FAILURES {
+            let what = format!("{kind} at {n} PEs across namespaces");
+            let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+            let (start, start_ms) = (Instant::now(), unix_ms());
+            let mut pes = hosts.spawn_job(n, &example("fault"), &["crash", kind]);
+            let mut at = None;
+            if kind == "kill" {
+                all_waiting(&mut pes, n, &what);
+                kill9(pes[1].id() as i32);
+                at = Some(Instant::now());
+            }
+            let outs: Vec<RunOutput> = pes.into_iter().map(|p| finish(p, TIMEOUT)).collect();
+            let ended = Instant::now();
+            let ctx = format!("{what}: {outs:?}");
+            let when = failed_at(&outs[1].stdout, at, start, start_ms);
+            let took = ended.duration_since(when);
+            assert!(
+                took < FAIL_BOUND,
+                "{ctx}: the job ended {took:?} after PE 1 failed"
+            );
+            for (r, o) in outs.iter().enumerate() {
+                assert_ne!(o.code(), Some(0), "PE {r}: {ctx}");
+                blames_pe_1(&o.stdout, &ctx);
+                if r != 1 {
+                    assert!(
+                        o.stdout.contains(" detected at ") && o.stdout.contains("PE 1 failed"),
+                        "PE {r} does not name PE 1: {ctx}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -32,6 +32,31 @@ use std::net::SocketAddr;
 /// Largest blob one PE contributes to [`Bootstrap::allgather`].
 pub const MAX_BLOB: usize = 64 << 10;
 
+/// Checks the job shape a network conduit attaches with: `rank` of `size`
+/// PEs must be a valid node of the wire protocol and agree with what the
+/// bootstrap says; `conduit` names the conduit in the error.
+pub(crate) fn check_shape(
+    conduit: &str,
+    rank: usize,
+    size: usize,
+    boot: &dyn Bootstrap,
+) -> Result<()> {
+    if size == 0 || size > gasnet_core::MAX_NODES || rank >= size {
+        return Err(ConduitError::Bootstrap(format!(
+            "{conduit}: rank {rank} of {size} PEs is not valid"
+        )));
+    }
+    if boot.rank() != rank || boot.size() != size {
+        return Err(ConduitError::Bootstrap(format!(
+            "{conduit}: the bootstrap ({}) says rank {} of {}, the job rank {rank} of {size}",
+            boot.describe(),
+            boot.rank(),
+            boot.size()
+        )));
+    }
+    Ok(())
+}
+
 /// The bootstrap services of one PE. Collective calls must be made by
 /// every PE in the same order.
 pub trait Bootstrap: Send + std::fmt::Debug {

@@ -95,10 +95,7 @@ impl FpgaConduit {
     /// The checks that need only this PE's board: the exit word,
     /// `ERR_STATUS.PEER_TIMEOUT`, and the board's own heartbeat.
     pub(super) fn board_checks(&self) -> Result<()> {
-        let exit = self.load64(self.layout.exit_word());
-        if exit != 0 {
-            crate::wait::exit_job((exit & 0xFF) as i32);
-        }
+        self.check_exit_word();
         let bar0 = &self.board.bar0;
         if bar0.read32(regs::ERR_STATUS) & err::PEER_TIMEOUT != 0 {
             let node = bar0.read32(regs::ERR_INFO) as usize;
@@ -139,6 +136,15 @@ impl FpgaConduit {
         Ok(())
     }
 
+    /// Exits this process with the job's status if a PE called
+    /// `global_exit` (its put of the exit word completed before it left).
+    pub(super) fn check_exit_word(&self) {
+        let exit = self.load64(self.layout.exit_word());
+        if exit != 0 {
+            crate::wait::exit_job((exit & 0xFF) as i32);
+        }
+    }
+
     /// Peers of this host whose process is gone: finalized (fine), or
     /// failed, traced to the PE that failed first.
     pub(super) fn peer_checks(&self) -> Result<()> {
@@ -154,6 +160,7 @@ impl FpgaConduit {
                 continue;
             }
             if process_alive(p.pid) {
+                self.stopped_check(pe, p.pid)?;
                 continue;
             }
             let state = self.peer_state(pe)?;
@@ -161,7 +168,35 @@ impl FpgaConduit {
                 self.peer_finalized[pe].store(true, Ordering::Release);
                 continue;
             }
+            // A PE that called global_exit leaves once its exit words are
+            // delivered: its departure is the job's exit, not a failure.
+            self.check_exit_word();
             return Err(self.root_cause(peers, pe));
+        }
+        Ok(())
+    }
+
+    /// A live peer process of this host that has been stopped (SIGSTOP,
+    /// state `T`) for the peer timeout has failed: its board still serves
+    /// the others, but the PE never arrives where they wait for it.
+    fn stopped_check(&self, pe: usize, pid: u64) -> Result<()> {
+        let mut since = self.stopped_since.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(slot) = since.get_mut(pe) else {
+            return Ok(());
+        };
+        if !process_stopped(pid) {
+            *slot = None;
+            return Ok(());
+        }
+        let t = *slot.get_or_insert_with(Instant::now);
+        if t.elapsed() >= self.board_timeout {
+            return Err(ConduitError::PeerFailed {
+                pe,
+                reason: format!(
+                    "its process {pid} has been stopped for {:.1} s (FSHMEM_PEER_TIMEOUT)",
+                    t.elapsed().as_secs_f64()
+                ),
+            });
         }
         Ok(())
     }

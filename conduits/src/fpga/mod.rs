@@ -117,7 +117,7 @@ use crate::contract::{
 };
 use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
-use crate::liveness::{host_name, process_alive, root_of};
+use crate::liveness::{host_name, process_alive, process_stopped, root_of};
 use crate::wait::Backoff;
 use bar::{Board, Device};
 use gasnet_core::cmd::{
@@ -235,6 +235,9 @@ pub struct FpgaConduit {
     checking_peers: AtomicBool,
     /// The last `UPTIME` read and when it last moved.
     uptime: Mutex<(u64, Instant)>,
+    /// Since when each peer process of this host has been seen stopped
+    /// (SIGSTOP), if it is.
+    stopped_since: Mutex<Vec<Option<Instant>>>,
     /// How long the board's `UPTIME` may stand still (the peer timeout).
     board_timeout: Duration,
     /// Calls of [`ActiveMessages::poll`] (its liveness check is rate-limited).
@@ -359,6 +362,7 @@ impl FpgaConduit {
             peer_finalized: (0..size).map(|_| AtomicBool::new(false)).collect(),
             checking_peers: AtomicBool::new(false),
             uptime: Mutex::new((uptime, Instant::now())),
+            stopped_since: Mutex::new(vec![None; size]),
             board_timeout: Duration::from_secs(10),
             polls: AtomicU32::new(0),
             last_check: AtomicU64::new(0),

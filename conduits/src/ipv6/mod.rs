@@ -181,19 +181,7 @@ impl Ipv6Conduit {
         settings: &Settings,
     ) -> Result<Ipv6Conduit> {
         let segment_len = segment.len();
-        if size == 0 || size > gasnet_core::MAX_NODES || rank >= size {
-            return Err(ConduitError::Bootstrap(format!(
-                "ipv6: rank {rank} of {size} PEs is not valid"
-            )));
-        }
-        if boot.rank() != rank || boot.size() != size {
-            return Err(ConduitError::Bootstrap(format!(
-                "ipv6: the bootstrap ({}) says rank {} of {}, the job rank {rank} of {size}",
-                boot.describe(),
-                boot.rank(),
-                boot.size()
-            )));
-        }
+        crate::bootstrap::check_shape("ipv6", rank, size, boot.as_ref())?;
         let ip = match (settings.ipv6_addr, &settings.ipv6_prefix) {
             (Some(a), _) => a,
             (None, Some(p)) => net::addr_in_prefix(p)?,

@@ -62,10 +62,54 @@ impl std::fmt::Debug for Api {
     }
 }
 
+/// Runs `f` (which loads a library) and then puts back every signal's
+/// disposition as it was before.
+///
+/// Debian's `libfabric.so.1` links `libinfinipath` (for the psm
+/// provider), whose constructor installs handlers for SIGINT, SIGILL,
+/// SIGABRT, SIGBUS, SIGSEGV and SIGTERM that call `exit(1)`. Left in
+/// place, a PE that crashes would seem to exit with status 1, and a PE
+/// that oshrun stops with SIGTERM while it leaves with a `global_exit`
+/// status would run the process's exit handlers again from the signal
+/// handler and end with 1 instead. Loading a communication library must
+/// not change how the process answers signals.
+fn keeping_signal_dispositions<T>(f: impl FnOnce() -> T) -> T {
+    const SIGNALS: std::ops::RangeInclusive<c_int> = 1..=31;
+    let keep = |sig: c_int| sig != libc::SIGKILL && sig != libc::SIGSTOP;
+    let before: Vec<Option<libc::sigaction>> = SIGNALS
+        .map(|sig| {
+            // SAFETY: `sigaction` is plain old data, valid when zeroed.
+            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: a NULL new action only reads the current one into
+            // `old`.
+            let ok = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } == 0;
+            (ok && keep(sig)).then_some(old)
+        })
+        .collect();
+    let r = f();
+    for (sig, old) in SIGNALS.zip(before) {
+        let Some(old) = old else { continue };
+        // SAFETY: `now` is written by sigaction before it is read.
+        let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above, reads the current action only.
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut now) } != 0 {
+            continue;
+        }
+        if now.sa_sigaction != old.sa_sigaction || now.sa_flags != old.sa_flags {
+            // SAFETY: reinstates the action this process had for `sig`
+            // before the load, read by sigaction above.
+            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+        }
+    }
+    r
+}
+
 fn load() -> Result<Api, String> {
     // SAFETY: loading libfabric runs its constructors, which set up only
-    // the library's own state; no Rust invariant depends on them.
-    let lib = unsafe { libloading::Library::new(LIBRARY) }.map_err(|e| e.to_string())?;
+    // the library's own state (and signal handlers, which are undone); no
+    // Rust invariant depends on them.
+    let lib = keeping_signal_dispositions(|| unsafe { libloading::Library::new(LIBRARY) })
+        .map_err(|e| e.to_string())?;
     macro_rules! sym {
         ($name:literal, $ty:ty) => {{
             // SAFETY: the symbol is libfabric's exported function of that

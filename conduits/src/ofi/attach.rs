@@ -15,19 +15,7 @@ impl OfiConduit {
         settings: &Settings,
     ) -> Result<OfiConduit> {
         let segment_len = segment.len();
-        if size == 0 || size > gasnet_core::MAX_NODES || rank >= size {
-            return Err(ConduitError::Bootstrap(format!(
-                "ofi: rank {rank} of {size} PEs is not valid"
-            )));
-        }
-        if boot.rank() != rank || boot.size() != size {
-            return Err(ConduitError::Bootstrap(format!(
-                "ofi: the bootstrap ({}) says rank {} of {}, the job rank {rank} of {size}",
-                boot.describe(),
-                boot.rank(),
-                boot.size()
-            )));
-        }
+        crate::bootstrap::check_shape("ofi", rank, size, boot.as_ref())?;
         let mut fab = Fabric::open(
             rank,
             settings.ofi_provider.as_deref(),

@@ -227,6 +227,7 @@ impl Core {
     ) -> Result<u64, ConduitError> {
         self.ctx(owner)?;
         let id = self.op_id();
+        let mut b = crate::wait::Backoff::new();
         loop {
             let rc = issue(&self.fab, &hold, op_ptr(id));
             if rc == 0 {
@@ -235,7 +236,22 @@ impl Core {
             if rc != -(FI_EAGAIN as isize) {
                 return Err(self.fab.err(&format!("{call} to PE {pe}"), rc));
             }
-            self.progress();
+            // The provider has no room until the peer makes progress: a
+            // peer found failed meanwhile, or the wait timeout, ends it.
+            if self.progress() {
+                b.reset();
+                continue;
+            }
+            if let Some(e) = &self.failed {
+                return Err(e.clone());
+            }
+            if let Some(waited) = b.timed_out() {
+                return Err(ConduitError::Timeout {
+                    what: format!("{call} to PE {pe} (the provider kept answering FI_EAGAIN)"),
+                    waited,
+                });
+            }
+            b.snooze();
         }
         self.rma_issued += 1;
         self.rma_pending += 1;

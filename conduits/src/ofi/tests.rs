@@ -124,3 +124,20 @@ fn a_contexts_quiet_returns_while_another_waits_for_a_slow_target() {
         c.finalize().unwrap();
     });
 }
+
+/// Loading libfabric (whose Debian build pulls in libinfinipath, which
+/// installs `exit(1)` handlers at load) leaves the process's signal
+/// dispositions as they were: SIGTERM and SIGINT keep their default
+/// action (the test harness sets none).
+#[test]
+fn loading_libfabric_leaves_signal_handlers_alone() {
+    api::api().expect("libfabric is installed for the tests");
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGILL, libc::SIGABRT] {
+        // SAFETY: `sigaction` is plain old data, valid when zeroed.
+        let mut now: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a NULL new action only reads the current one.
+        let r = unsafe { libc::sigaction(sig, std::ptr::null(), &mut now) };
+        assert_eq!(r, 0);
+        assert_eq!(now.sa_sigaction, libc::SIG_DFL, "signal {sig}");
+    }
+}

@@ -22,10 +22,19 @@ impl SmpConduit {
     /// `Err(PeerFailed)` if `pe` is dead, failed, or (when `need_alive`)
     /// finalized. A failure is traced to its root (see [`Self::root_cause`])
     /// and recorded as this PE's cause before it is returned.
+    ///
+    /// A PE that calls `global_exit` publishes the exit word before it marks
+    /// itself finalized and leaves, so a departure seen here may be that
+    /// exit: the word is read again (the Acquire load of the state makes it
+    /// visible) and, when set, this PE leaves with the job's status instead
+    /// of reporting the peer.
     pub(super) fn check_peer(&self, pe: usize, need_alive: bool) -> Result<()> {
         match self.peer_verdict(pe, need_alive) {
             Ok(()) => Ok(()),
-            Err(e) => Err(self.root_cause(pe, e)),
+            Err(e) => {
+                self.check_global_exit();
+                Err(self.root_cause(pe, e))
+            }
         }
     }
 

@@ -31,7 +31,7 @@ fn main() -> ExitCode {
 
         let mut ok = true;
         if me == 0 {
-            let got = ranks.as_slice();
+            let got = ranks.to_vec();
             let by_puts: u64 = got.iter().sum();
             let by_atomics = sum.atomic_fetch(0, 0)?;
             let expected = (n as u64) * (n as u64 - 1) / 2;

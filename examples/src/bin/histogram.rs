@@ -65,7 +65,7 @@ fn main() -> ExitCode {
                 serial[key] += 1;
             }
         }
-        let mine = counts.as_slice();
+        let mine = counts.to_vec();
         let mut ok = (me..bins).step_by(np).all(|b| mine[b / np] == serial[b]);
 
         if me == 0 {

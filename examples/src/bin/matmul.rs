@@ -76,7 +76,7 @@ fn main() -> ExitCode {
         // Inbox: slot p holds PE p's partial sums for my rows of C.
         let inbox = sh.calloc::<f64>(np * max_rows * n)?;
         let arrived = sh.calloc::<u64>(1)?;
-        let mut c = sh.calloc::<f64>(max_rows * n)?;
+        let c = sh.calloc::<f64>(max_rows * n)?;
 
         // My slice of the inner dimension: A[:, K] and B[K, :].
         let k = block(n, np, me);
@@ -121,9 +121,11 @@ fn main() -> ExitCode {
         arrived.signal_wait_until(0, Cmp::Eq, np as u64)?;
         let my_rows = block(n, np, me);
         let cells = my_rows.len() * n;
-        let c_mine = &mut c.as_mut_slice()[..cells];
-        c_mine.fill(0.0);
-        for slot in inbox.as_slice().chunks_exact(max_rows * n) {
+        // Every partial has arrived (the signal says so) and nothing
+        // writes the inbox until the next barrier: copy it out, sum
+        // privately, and publish the block into `c`.
+        let mut c_mine = vec![0.0; cells];
+        for slot in inbox.to_vec().chunks_exact(max_rows * n) {
             for (cv, pv) in c_mine.iter_mut().zip(&slot[..cells]) {
                 *cv += pv;
             }
@@ -131,6 +133,7 @@ fn main() -> ExitCode {
         if opts.flag("--inject-error") && my_rows.contains(&(n / 2)) {
             c_mine[(n / 2 - my_rows.start) * n + n / 3] += 1.0;
         }
+        c.copy_from(0, &c_mine);
         // Every owner's block is final before PE 0 reads it.
         sh.barrier_all()?;
 

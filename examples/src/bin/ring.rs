@@ -43,7 +43,7 @@ fn main() -> ExitCode {
         inbox.put(0, &mine, right)?;
         sh.barrier_all()?;
         let bad = (0..len)
-            .filter(|&k| inbox.as_slice()[k] != stamp(left, k))
+            .filter(|&k| inbox.read(k) != stamp(left, k))
             .count();
         let mut ok = bad == 0;
         if ok {
@@ -68,7 +68,7 @@ fn main() -> ExitCode {
         let mut last = [0u64; 2];
         for h in (1..=hops).filter(|h| h % n as u64 == me as u64) {
             signal.signal_wait_until(0, Cmp::Ge, h)?;
-            let [hop, sum] = [token.as_slice()[0], token.as_slice()[1]];
+            let [hop, sum] = [token.read(0), token.read(1)];
             if hop != h {
                 println!("ring: PE {me} expected hop {h}, got hop {hop} FAILED");
                 ok = false;

@@ -21,8 +21,32 @@
 //! | RTO | `srtt + 4·rttvar` (Karn: samples only from packets sent once), clamped to `rto_min..=rto_max`, doubled per consecutive timeout; a timeout resends the oldest unacknowledged packet only |
 //! | ACK | immediately for `ACK_NOW` (set when the sender is window-limited) or a duplicate, else after [`Config::ack_delay`] unless a reverse AM packet carried it first |
 //! | NACK | names every gap below the highest sequence number received, at most once per [`Config::nack_holdoff`] |
-//! | failure | a peer owing an ACK or a response that sends nothing for [`Config::peer_timeout`] |
-//! | keepalive | a sequenced probe after [`Config::keepalive`] of silence while a response is awaited |
+//! | failure | a peer owing an ACK or a response that sends nothing for [`Config::peer_timeout`] while it is probed |
+//! | probe | every [`Transport::probe_interval`] of silence while something is owed: the oldest unacknowledged packet again, or a sequenced probe packet, asking for an immediate ACK |
+//!
+//! # A silent peer or a lossy link
+//!
+//! Any datagram from a peer — data, ACK, NACK — shows that its progress
+//! engine runs (the ipv6 conduit's progress thread or a waiting
+//! application thread; a board's loop), whatever the application on it
+//! does. While this node needs the peer (packets unacknowledged or queued,
+//! responses awaited) and the peer has been silent for the probe
+//! interval (`min(keepalive, peer_timeout / 8)`), [`Transport::check`]
+//! probes it, and again every interval while the silence lasts: it
+//! resends the oldest unacknowledged packet, or queues a sequenced probe
+//! (a Short reply to [`PROBE_HANDLER`]) when nothing is unacknowledged,
+//! each with `ACK_NOW`, so that the peer's engine answers at once with an
+//! ACK. A probe is sent at its interval whatever the retransmission
+//! timeout's backoff, and does not shrink the congestion window. A peer is
+//! declared failed only after `peer_timeout` of silence through at least
+//! 8 probes: on a link that loses a fraction `p` of the datagrams each way
+//! a live peer is blamed only if all of them or all their answers are
+//! lost, probability `(1 - (1 - p)^2)^8` (`p` = 20 %: 3 × 10⁻⁴) for
+//! one silence the length of the timeout, which itself needs the peer
+//! unscheduled for most of a probe interval. A peer that is killed,
+//! stopped or cut off answers nothing and is declared failed
+//! `peer_timeout` after the last datagram it sent (or after this node
+//! started needing it), plus the caller's checking period.
 
 use crate::wire::{
     self, FLAG_ACK, FLAG_ACK_NOW, FLAG_SEQ, Packet, PacketType, max_fragment_payload,
@@ -34,6 +58,10 @@ use std::time::{Duration, Instant};
 /// Sequence numbers a receiver buffers beyond the next expected one (the
 /// NACK bitmap's reach).
 pub const RECV_WINDOW: usize = 1024;
+
+/// Probes a silent peer must leave unanswered before it is declared
+/// failed (see the module documentation).
+pub const MIN_PROBES: u32 = 8;
 
 /// The handler index of the transport's keepalive probe: a Short *reply*
 /// that the receiving transport acknowledges and discards (it never reaches
@@ -155,6 +183,11 @@ struct Peer {
     needed_since: Option<Instant>,
     awaiting: u64,
     last_probe: Option<Instant>,
+    /// Probes sent since the peer was last heard.
+    probes: u32,
+    /// Resend the oldest unacknowledged packet with `ACK_NOW` at the next
+    /// transmit (a probe).
+    probe_due: bool,
 }
 
 impl Peer {
@@ -179,6 +212,8 @@ impl Peer {
             needed_since: None,
             awaiting: 0,
             last_probe: None,
+            probes: 0,
+            probe_due: false,
         }
     }
 
@@ -321,6 +356,7 @@ impl Transport {
         }
         self.stats.datagrams_received += 1;
         self.peers[src].last_heard = now;
+        self.peers[src].probes = 0;
         if p.flags & FLAG_ACK != 0 {
             self.take_ack(src, p.ack, now);
         }
@@ -549,6 +585,7 @@ impl Transport {
             peer.backoff = (peer.backoff + 1).min(10);
             peer.cwnd = (peer.cwnd / 2).max(cfg.min_cwnd);
         }
+        let probe = std::mem::take(&mut peer.probe_due);
         let mut burst = 0;
         let n = peer.unacked.len();
         for k in 0..n {
@@ -562,7 +599,8 @@ impl Transport {
             // not loss, and resending the whole window then doubles the
             // traffic. The peer's answer (an ACK, or a NACK naming what
             // it really misses) drives the rest.
-            let due = (u.nacked && since >= gap) || (timed_out && k == 0);
+            let probed = probe && k == 0;
+            let due = (u.nacked && since >= gap) || ((timed_out || probed) && k == 0);
             if !due {
                 continue;
             }
@@ -572,7 +610,7 @@ impl Transport {
             u.packet.ack = ack;
             u.packet.flags = FLAG_SEQ | FLAG_ACK;
             burst += 1;
-            if burst == cfg.max_rtx_burst || k + 1 == n {
+            if burst == cfg.max_rtx_burst || k + 1 == n || probed {
                 u.packet.flags |= FLAG_ACK_NOW;
             }
             self.stats.retransmitted += 1;
@@ -606,7 +644,13 @@ impl Transport {
                         || peer.unacked_bytes + len + f.encoded_len() > peer.cwnd
                 }
             };
-            if blocked || peer.unacked.len() + 1 >= cfg.window / 2 {
+            let is_probe = p.handler == PROBE_HANDLER
+                && p.ptype
+                    == (PacketType::Am {
+                        direction: Direction::Reply,
+                        category: Category::Short,
+                    });
+            if blocked || peer.unacked.len() + 1 >= cfg.window / 2 || is_probe {
                 p.flags |= FLAG_ACK_NOW;
             }
             Self::emit(&mut self.scratch, &mut self.stats, &p, dst, out);
@@ -628,6 +672,7 @@ impl Transport {
         let nack_ok = peer
             .last_nack
             .is_none_or(|t| now.saturating_duration_since(t) >= cfg.nack_holdoff);
+        let mut nacked = false;
         if peer.nack_due && nack_ok {
             let missing: Vec<u32> = peer
                 .reorder
@@ -641,8 +686,13 @@ impl Transport {
                 Self::emit(&mut self.scratch, &mut self.stats, &p, dst, out);
                 peer.last_nack = Some(now);
                 peer.ack_due = None;
+                nacked = true;
             }
-        } else if peer.ack_due.is_some_and(|t| t <= now) {
+        }
+        // A due ACK goes out unless a NACK (which acknowledges too) did:
+        // a NACK held off, or one that cannot be encoded, must not keep
+        // the peer waiting for its acknowledgement (or its probe's answer).
+        if !nacked && peer.ack_due.is_some_and(|t| t <= now) {
             self.stats.acks_sent += 1;
             let p = Packet::ack(me, dst, ack);
             Self::emit(&mut self.scratch, &mut self.stats, &p, dst, out);
@@ -672,50 +722,74 @@ impl Transport {
             }
             if p.needs_answer() {
                 let base = p.last_heard.max(p.needed_since.unwrap_or(p.last_heard));
-                at(base + cfg.keepalive.min(cfg.peer_timeout));
+                let every = self.probe_interval();
+                let next_probe = p.last_probe.filter(|&t| t >= base).map_or(base, |t| t);
+                at((next_probe + every).min(base + cfg.peer_timeout));
             }
         }
         t
     }
 
+    /// The probe interval: `min(keepalive, peer_timeout / 8)`, at least
+    /// 1 ms (see the module documentation).
+    pub fn probe_interval(&self) -> Duration {
+        self.cfg
+            .keepalive
+            .min(self.cfg.peer_timeout / 8)
+            .max(Duration::from_millis(1))
+    }
+
     /// Liveness: fails with the first peer that owes an acknowledgement or
-    /// a response and has been silent for [`Config::peer_timeout`]; queues
-    /// a keepalive probe to peers silent for [`Config::keepalive`] while a
-    /// response is awaited.
+    /// a response and has been silent for [`Config::peer_timeout`] through
+    /// at least 8 probes; probes peers silent for
+    /// [`Transport::probe_interval`] while something is owed (see the
+    /// module documentation). Call it at least every few milliseconds.
     pub fn check(&mut self, now: Instant) -> Result<(), PeerSilent> {
         let cfg = self.cfg;
         let me = self.me;
+        let every = self.probe_interval();
         for (i, p) in self.peers.iter_mut().enumerate() {
+            if i == me as usize {
+                continue;
+            }
             if !p.needs_answer() {
                 p.needed_since = None;
+                p.probes = 0;
                 continue;
             }
             let since = p.needed_since.get_or_insert(now);
             let base = p.last_heard.max(*since);
             let silent = now.saturating_duration_since(base);
-            if silent >= cfg.peer_timeout {
+            if silent >= cfg.peer_timeout && p.probes >= MIN_PROBES {
                 return Err(PeerSilent {
                     peer: i as NodeId,
                     reason: format!(
-                        "no packet from it for {:.1} s ({} packets unacknowledged, {} requests unanswered)",
+                        "no packet from it for {:.1} s, {} probes unanswered ({} packets unacknowledged, {} requests unanswered)",
                         silent.as_secs_f64(),
+                        p.probes,
                         p.unacked.len() + p.queue.len(),
                         p.awaiting
                     ),
                 });
             }
-            let probed = p
-                .last_probe
-                .is_some_and(|t| now.saturating_duration_since(t) < cfg.keepalive);
-            if silent >= cfg.keepalive && p.unacked.is_empty() && p.queue.is_empty() && !probed {
+            // Probe at every interval of the silence (the last probe
+            // counts only if it was sent during this silence).
+            let last = p.last_probe.filter(|&t| t >= base).unwrap_or(base);
+            if silent >= every && now.saturating_duration_since(last) >= every {
                 p.last_probe = Some(now);
-                p.queue.push_back(Packet::short(
-                    Direction::Reply,
-                    me,
-                    i as NodeId,
-                    PROBE_HANDLER,
-                    &[],
-                ));
+                p.probes += 1;
+                if !p.unacked.is_empty() {
+                    p.probe_due = true;
+                } else if p.queue.is_empty() {
+                    p.queue.push_back(Packet::short(
+                        Direction::Reply,
+                        me,
+                        i as NodeId,
+                        PROBE_HANDLER,
+                        &[],
+                    ));
+                }
+                // Else the queue's front goes out at the next transmit.
             }
         }
         Ok(())

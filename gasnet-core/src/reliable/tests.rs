@@ -426,3 +426,155 @@ fn engines_over_a_lossy_network_are_exact() {
         assert_eq!(g.as_deref(), Some(&want[..]), "get after put on PE {i}");
     }
 }
+
+/// A requester `a` and a responder `b` over a network losing 20 %,
+/// duplicating 5 % and reordering 30 % of the datagrams; `b` answers every
+/// request, but its progress engine stops for `pause` out of every 3 s
+/// (a process not scheduled). Runs `secs` simulated seconds in 1 ms steps
+/// with a peer timeout of 1 s; returns the failure `a` reported, if any,
+/// and the number of responses `a` got.
+fn requester_and_paused_responder(
+    pause: Duration,
+    secs: u64,
+    seed: u64,
+) -> (Option<PeerSilent>, u64) {
+    let t0 = Instant::now();
+    let mut now = t0;
+    let c = Config {
+        peer_timeout: Duration::from_secs(1),
+        ..Config::default()
+    };
+    let mut a = Transport::new(0, &[1500, 1500], c, now);
+    let mut b = Transport::new(1, &[1500, 1500], c, now);
+    let mut net = Net {
+        rng: Rng(seed),
+        faults: Faults {
+            loss: 20.0,
+            dup: 5.0,
+            reorder: 30.0,
+        },
+        flight: Vec::new(),
+        base_delay: Duration::from_micros(30),
+    };
+    let (mut asked, mut answered) = (0u64, 0u64);
+    let period = Duration::from_secs(3);
+    for _ in 0..secs * 1000 {
+        let b_runs = (now - t0).as_nanos() % period.as_nanos() >= pause.as_nanos();
+        // a asks whenever its previous request was answered.
+        if asked == answered {
+            a.send(
+                Packet::short(Direction::Request, 0, 1, 70, &[asked as u32]),
+                now,
+            );
+            asked += 1;
+        }
+        let mut out = Vec::new();
+        a.transmit(now, &mut |d, bytes| out.push((d, bytes.to_vec())));
+        if let Err(e) = a.check(now) {
+            return (Some(e), answered);
+        }
+        if b_runs {
+            b.transmit(now, &mut |d, bytes| out.push((d, bytes.to_vec())));
+            b.check(now).expect("b needs nothing from a for long");
+        }
+        for (d, bytes) in out {
+            net.carry(now, d, &bytes);
+        }
+        // Datagrams to a paused b wait in its socket buffer.
+        let mut held = Vec::new();
+        for (d, bytes) in net.due(now) {
+            match d {
+                0 => a.receive(&bytes, now),
+                _ if b_runs => b.receive(&bytes, now),
+                _ => held.push((now, d, bytes)),
+            }
+        }
+        net.flight.extend(held);
+        while let Some(p) = a.delivered() {
+            assert_eq!(p.args, vec![answered as u32], "responses in order");
+            answered += 1;
+        }
+        if b_runs {
+            while let Some(p) = b.delivered() {
+                b.send(Packet::short(Direction::Reply, 1, 0, 71, &p.args), now);
+            }
+        }
+        now += Duration::from_millis(1);
+    }
+    (None, answered)
+}
+
+#[test]
+fn a_live_peer_on_a_lossy_link_is_never_blamed() {
+    for seed in 1..=4 {
+        // Unscheduled for 60 % of the peer timeout every 3 s, 120 s long.
+        let (failed, answered) =
+            requester_and_paused_responder(Duration::from_millis(600), 120, seed);
+        assert!(failed.is_none(), "seed {seed}: {failed:?}");
+        assert!(answered > 1000, "seed {seed}: only {answered} responses");
+    }
+}
+
+#[test]
+fn a_peer_silent_past_the_timeout_is_declared_within_it_after_8_probes() {
+    // Unscheduled for 1.5 s every 3 s: it must be declared failed, at the
+    // timeout (1 s) of its first silence, after at least 8 probes.
+    let (failed, _) = requester_and_paused_responder(Duration::from_millis(1500), 10, 7);
+    let e = failed.expect("a peer silent for 1.5 s is declared failed");
+    assert_eq!(e.peer, 1);
+    assert!(e.reason.contains("probes unanswered"), "{}", e.reason);
+
+    // Silent from the start, with only an awaited response (nothing
+    // unacknowledged): probes are sequenced probe packets asking for an
+    // immediate ACK, sent at the probe interval whatever the backoff.
+    let mut now = Instant::now();
+    let t0 = now;
+    let c = Config {
+        peer_timeout: Duration::from_secs(2),
+        ..Config::default()
+    };
+    let mut a = Transport::new(0, &[1500, 1500], c, now);
+    let mut b = Transport::new(1, &[1500, 1500], c, now);
+    a.send(Packet::short(Direction::Request, 0, 1, 70, &[1]), now);
+    let mut to_b = Vec::new();
+    a.transmit(now, &mut |_, d| to_b.push(d.to_vec()));
+    for d in &to_b {
+        b.receive(d, now);
+    }
+    assert!(b.delivered().is_some());
+    now += Duration::from_millis(1);
+    let mut to_a = Vec::new();
+    b.transmit(now, &mut |_, d| to_a.push(d.to_vec()));
+    for d in &to_a {
+        a.receive(d, now);
+    }
+    assert!(!a.has_unacked());
+    let heard = now;
+    let (mut probes, mut sends) = (Vec::new(), 0);
+    let err = loop {
+        now += Duration::from_millis(5);
+        if let Err(e) = a.check(now) {
+            break e;
+        }
+        a.transmit(now, &mut |_, d| {
+            sends += 1;
+            let p = wire::decode(d).expect("decodes");
+            assert!(
+                p.flags & FLAG_ACK_NOW != 0,
+                "every probe asks for an ACK now"
+            );
+            if p.handler == PROBE_HANDLER {
+                probes.push(now);
+            }
+        });
+        assert!(now - t0 < Duration::from_secs(5), "never declared");
+    };
+    let at = now - heard;
+    assert_eq!(err.peer, 1);
+    assert!(
+        at >= c.peer_timeout && at <= c.peer_timeout + Duration::from_millis(50),
+        "declared after {at:?}"
+    );
+    assert!(sends >= MIN_PROBES as usize, "{sends} probes sent");
+    assert!(!probes.is_empty());
+}

@@ -6,11 +6,10 @@
 //! aligned, then runs the conduit's atomic (a CPU atomic on `smp`). The
 //! non-blocking fetching forms complete before returning.
 
-use super::{CTX_DEFAULT, CtxH, ctx_pe, invalid, ok, rt};
+use super::{CTX_DEFAULT, CtxH, ctx_op, ok, rt};
 use crate::error::Result;
 use crate::pod::AmoElem;
 use conduits::AmoOp;
-use conduits::prelude::*;
 use std::ffi::c_int;
 
 const DEFAULT: CtxH = CTX_DEFAULT as CtxH;
@@ -31,31 +30,19 @@ fn amo<T: AmoElem>(
 ) -> T {
     let rt = rt(call);
     let r = (|| -> Result<T> {
-        let w = ctx_pe(rt, call, ctx, pe, store)?;
-        let addr = dest as usize;
-        if addr % size_of::<T>() != 0 {
-            return Err(invalid(
-                rt,
-                call,
-                format!(
-                    "address {addr:#x} is not aligned to {} bytes (atomics act on naturally aligned words)",
-                    size_of::<T>()
-                ),
-            ));
-        }
-        let off = rt.sym_offset(call, addr, size_of::<T>())?;
-        rt.conduit
-            .atomic(
-                CtxId::DEFAULT,
-                w,
-                off,
-                op,
-                T::WIDTH,
-                operand.to_bits(),
-                compare.to_bits(),
-            )
-            .map(T::from_bits)
-            .map_err(|e| rt.err(call, e))
+        let op_ = ctx_op(rt, call, ctx)?;
+        let off = rt.sym_offset(call, dest as usize, size_of::<T>())?;
+        op_.atomic(
+            call,
+            pe as usize,
+            off,
+            op,
+            T::WIDTH,
+            operand.to_bits(),
+            compare.to_bits(),
+            store,
+        )
+        .map(T::from_bits)
     })();
     ok(r)
 }

@@ -56,8 +56,12 @@ pub(super) fn broadcast(
     let s = sym(rt, call, src, len)?;
     // The active-set broadcast leaves the root's destination unchanged.
     let saved = (keep_root_dest && t.me == root && len > 0 && d != s).then(|| {
-        // SAFETY: `d..d+len` is symmetric memory of this PE (translated).
-        unsafe { std::slice::from_raw_parts(rt.local_addr(d), len) }.to_vec()
+        let mut v = vec![0u8; len];
+        // SAFETY: `d..d+len` is symmetric memory of this PE (translated),
+        // copied through a raw pointer into the private `v`: no reference to
+        // segment memory is made that a peer's write could invalidate.
+        unsafe { std::ptr::copy_nonoverlapping(rt.local_addr(d), v.as_mut_ptr(), len) };
+        v
     });
     Coll::new_data(rt, t, call, Args::broadcast(root, nelems, es))?.broadcast(d, s, len, root)?;
     if let Some(v) = saved {

@@ -1,19 +1,32 @@
 //! Contexts: creation on the world team or a split team, destruction,
 //! the context's team, and ordering and completion per context.
 
-use super::{CTX_DEFAULT, CtxH, CtxObj, TEAM_WORLD, TeamH, ok, rt, team_state};
+use super::{CTX_DEFAULT, CtxH, CtxObj, TEAM_WORLD, TeamH, ctx_op, ok, rt, team_state};
 use crate::ctx::CtxOptions;
+use crate::op::CtxState;
+use crate::runtime::Runtime;
 use crate::team::TeamState;
 use std::ffi::{c_int, c_long};
 use std::sync::Arc;
 
-fn new_ctx(team: Arc<TeamState>, team_handle: TeamH, options: c_long) -> Option<CtxH> {
+fn new_ctx(
+    rt: &'static Runtime,
+    call: &'static str,
+    team: Arc<TeamState>,
+    team_handle: TeamH,
+    options: c_long,
+) -> Option<CtxH> {
     let options = CtxOptions::from_bits(u32::try_from(options).ok()?)?;
-    Some(Box::into_raw(Box::new(CtxObj {
-        team,
-        team_handle,
-        options,
-    })))
+    let state = match CtxState::new(rt, call, team, options, None) {
+        Ok(st) => st,
+        Err(e) => {
+            if rt.config().debug {
+                conduits::report!("{e}");
+            }
+            return None;
+        }
+    };
+    Some(Box::into_raw(Box::new(CtxObj { state, team_handle })))
 }
 
 /// `shmem_ctx_create`: a context on the world team; 0, or -1 for unknown
@@ -23,8 +36,15 @@ fn new_ctx(team: Arc<TeamState>, team_handle: TeamH, options: c_long) -> Option<
 /// `ctx` must be writable.
 #[unsafe(export_name = "pshmem_ctx_create")]
 pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut CtxH) -> c_int {
-    let rt = rt("shmem_ctx_create");
-    let c = new_ctx(rt.pool.world.clone(), TEAM_WORLD as TeamH, options);
+    const CALL: &str = "shmem_ctx_create";
+    let rt = rt(CALL);
+    let c = new_ctx(
+        rt,
+        CALL,
+        rt.pool.world.clone(),
+        TEAM_WORLD as TeamH,
+        options,
+    );
     // SAFETY: the C contract: a writable handle.
     unsafe { ctx.write(c.unwrap_or(std::ptr::null_mut())) };
     if c.is_some() { 0 } else { -1 }
@@ -41,8 +61,9 @@ pub unsafe extern "C" fn shmem_team_create_ctx(
     options: c_long,
     ctx: *mut CtxH,
 ) -> c_int {
-    let rt = rt("shmem_team_create_ctx");
-    let c = team_state(rt, team).and_then(|t| new_ctx(t.clone(), team, options));
+    const CALL: &str = "shmem_team_create_ctx";
+    let rt = rt(CALL);
+    let c = team_state(rt, team).and_then(|t| new_ctx(rt, CALL, t.clone(), team, options));
     // SAFETY: the C contract: a writable handle.
     unsafe { ctx.write(c.unwrap_or(std::ptr::null_mut())) };
     if c.is_some() { 0 } else { -1 }
@@ -56,9 +77,10 @@ pub extern "C" fn shmem_ctx_destroy(ctx: CtxH) {
     if ctx.is_null() || ctx as usize == CTX_DEFAULT {
         return;
     }
-    ok(rt(CALL).quiet(CALL));
-    // SAFETY: the handle came from `Box::into_raw` in `new_ctx`.
-    drop(unsafe { Box::from_raw(ctx) });
+    // SAFETY: the handle came from `Box::into_raw` in `new_ctx`, and the C
+    // contract makes this its last use.
+    let mut c = unsafe { Box::from_raw(ctx) };
+    ok(c.state.finish(rt(CALL), CALL));
 }
 weak_alias!("shmem_ctx_destroy");
 
@@ -84,14 +106,14 @@ weak_alias!("shmem_ctx_get_team");
 
 macro_rules! ctx_order {
     ($($name:ident $call:literal $m:ident;)*) => {$(
-        /// Completion or ordering of a context's operations (the whole PE's:
-        /// the conduits know no contexts).
+        /// Completion or ordering of the context's own operations.
         #[unsafe(export_name = concat!("p", stringify!($name)))]
         pub extern "C" fn $name(ctx: CtxH) {
             if ctx.is_null() {
                 return;
             }
-            ok(rt($call).$m($call));
+            let rt = rt($call);
+            ok(ctx_op(rt, $call, ctx).and_then(|op| op.$m($call)));
         }
         weak_alias!(stringify!($name));
     )*};

@@ -56,6 +56,7 @@ macro_rules! weak_alias {
 }
 
 mod active;
+mod am;
 mod amo;
 mod coll;
 mod ctx;
@@ -65,8 +66,8 @@ mod setup;
 mod sync;
 mod team;
 
-use crate::ctx::CtxOptions;
 use crate::error::{Result, ShmemError};
+use crate::op::{CtxState, Op};
 use crate::runtime::Runtime;
 use crate::team::{Team, TeamState};
 use std::ffi::c_int;
@@ -158,35 +159,15 @@ pub(crate) fn nbytes(
     })
 }
 
-/// Checks a C `int` PE number against the job; returns it as an index.
-#[inline(always)]
-pub(crate) fn world_pe(rt: &Runtime, call: &'static str, pe: c_int) -> Result<usize> {
-    let p = usize::try_from(pe).unwrap_or(usize::MAX);
-    rt.check_pe(p, call).map(|()| p).map_err(|e| match e {
-        ShmemError::PeOutOfRange {
-            pe: me,
-            call,
-            n_pes,
-            ..
-        } if pe < 0 => ShmemError::Invalid {
-            pe: me,
-            call,
-            reason: format!("target PE {pe} out of range (job has {n_pes} PEs)"),
-        },
-        e => e,
-    })
-}
-
 // ----------------------------------------------------------------------
 // Contexts and teams
 
 /// A context created by `shmem_ctx_create` or `shmem_team_create_ctx`.
 pub(crate) struct CtxObj {
-    /// The team whose numbering PE arguments use.
-    pub(crate) team: Arc<TeamState>,
+    /// The context: its conduit context, team and options.
+    pub(crate) state: CtxState,
     /// The team handle it was created on.
     pub(crate) team_handle: TeamH,
-    pub(crate) options: CtxOptions,
 }
 
 /// A `shmem_ctx_t`: null is `SHMEM_CTX_INVALID`, 1 `SHMEM_CTX_DEFAULT`,
@@ -221,45 +202,19 @@ pub(crate) fn team_state(rt: &'static Runtime, h: TeamH) -> Option<&'static Arc<
     }
 }
 
-/// The world PE that context `ctx`'s PE `pe` names, checking the store
-/// rule of `SHMEM_CTX_NOSTORE` for stores.
+/// The operation path ([`Op`]) of context handle `ctx`.
 #[inline(always)]
-pub(crate) fn ctx_pe(
-    rt: &Runtime,
-    call: &'static str,
-    ctx: CtxH,
-    pe: c_int,
-    store: bool,
-) -> Result<usize> {
+pub(crate) fn ctx_op(rt: &'static Runtime, call: &'static str, ctx: CtxH) -> Result<Op<'static>> {
     if ctx as usize == CTX_DEFAULT {
-        return world_pe(rt, call, pe);
+        return Ok(Op::default(rt));
     }
     if ctx.is_null() {
         return Err(invalid(rt, call, "the context is SHMEM_CTX_INVALID".into()));
     }
     // SAFETY: a non-predefined handle is a live context from
-    // `shmem_ctx_create` (using a destroyed one is the program's error).
-    let c = unsafe { &*ctx };
-    if store && c.options.contains(CtxOptions::NOSTORE) {
-        return Err(invalid(
-            rt,
-            call,
-            "a store on a SHMEM_CTX_NOSTORE context".into(),
-        ));
-    }
-    usize::try_from(pe)
-        .ok()
-        .and_then(|p| c.team.members.get(p).copied())
-        .ok_or_else(|| {
-            invalid(
-                rt,
-                call,
-                format!(
-                    "target PE {pe} out of range (the context's team has {} PEs)",
-                    c.team.size()
-                ),
-            )
-        })
+    // `shmem_ctx_create` (using a destroyed one is the program's error, as
+    // in C), boxed and never moved or mutated until `shmem_ctx_destroy`.
+    Ok(Op::on(rt, unsafe { &(*ctx).state }))
 }
 
 // ----------------------------------------------------------------------

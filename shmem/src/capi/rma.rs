@@ -2,7 +2,7 @@
 //! context forms, and put-with-signal, for every standard type, the sized
 //! forms and `mem`.
 
-use super::{CTX_DEFAULT, CtxH, ctx_pe, fail, for_rma_types, for_sized_types, nbytes, ok, rt};
+use super::{CTX_DEFAULT, CtxH, ctx_op, fail, for_rma_types, for_sized_types, nbytes, ok, rt};
 use crate::error::Result;
 use crate::runtime::Runtime;
 use conduits::prelude::*;
@@ -34,22 +34,24 @@ pub(crate) unsafe fn put_bytes(
     nbi: bool,
 ) {
     let rt = rt(call);
+    let pe = pe as usize;
     let r = (|| -> Result<()> {
-        let w = ctx_pe(rt, call, ctx, pe, true)?;
+        let op = ctx_op(rt, call, ctx)?;
         if len == 0 {
-            return Ok(());
+            return op.target(call, pe, true).map(drop);
         }
         let off = rt.sym_offset(call, dest as usize, len)?;
         if nbi {
             // SAFETY: the caller keeps `src` valid and unmodified until the
             // next quiet (the C contract of the nbi routines).
-            unsafe { rt.conduit.put_nbi(CtxId::DEFAULT, w, off, src.cast(), len) }
+            unsafe { op.put_nbi(call, pe, off, src.cast(), len) }
         } else {
-            // SAFETY: the caller passes `len` readable bytes at `src`.
+            // SAFETY: the caller passes `len` readable bytes at `src`, which
+            // nothing writes during the call (the C contract); the slice
+            // lives for this call only.
             let s = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), len) };
-            rt.conduit.put(CtxId::DEFAULT, w, off, s)
+            op.put(call, pe, off, s)
         }
-        .map_err(|e| rt.err(call, e))
     })();
     ok(r)
 }
@@ -71,22 +73,24 @@ pub(crate) unsafe fn get_bytes(
     nbi: bool,
 ) {
     let rt = rt(call);
+    let pe = pe as usize;
     let r = (|| -> Result<()> {
-        let w = ctx_pe(rt, call, ctx, pe, false)?;
+        let op = ctx_op(rt, call, ctx)?;
         if len == 0 {
-            return Ok(());
+            return op.target(call, pe, false).map(drop);
         }
         let off = rt.sym_offset(call, src as usize, len)?;
         if nbi {
             // SAFETY: the caller keeps `dest` valid and untouched until the
             // next quiet.
-            unsafe { rt.conduit.get_nbi(CtxId::DEFAULT, w, off, dest.cast(), len) }
+            unsafe { op.get_nbi(call, pe, off, dest.cast(), len) }
         } else {
-            // SAFETY: the caller passes `len` writable bytes at `dest`.
+            // SAFETY: the caller passes `len` writable bytes at `dest` that
+            // nothing else accesses during the call (the C contract); the
+            // slice lives for this call only.
             let d = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), len) };
-            rt.conduit.get(CtxId::DEFAULT, w, off, d)
+            op.get(call, pe, off, d)
         }
-        .map_err(|e| rt.err(call, e))
     })();
     ok(r)
 }
@@ -112,8 +116,10 @@ pub(crate) unsafe fn strided(
     pe: c_int,
 ) {
     let rt = rt(call);
+    let pe = pe as usize;
     let r = (|| -> Result<()> {
-        let w = ctx_pe(rt, call, ctx, pe, put)?;
+        let op = ctx_op(rt, call, ctx)?;
+        op.target(call, pe, put)?;
         let blen = nbytes(rt, call, bsize, es)?;
         if blen == 0 {
             return Ok(());
@@ -126,18 +132,18 @@ pub(crate) unsafe fn strided(
             let s = step(src as usize, sst, k);
             if put {
                 let off = rt.sym_offset(call, d, blen)?;
-                // SAFETY: the caller passes readable local blocks.
+                // SAFETY: the caller passes readable local blocks that
+                // nothing writes during the call; the slice lives for this
+                // block only.
                 let b = unsafe { std::slice::from_raw_parts(s as *const u8, blen) };
-                rt.conduit
-                    .put(CtxId::DEFAULT, w, off, b)
-                    .map_err(|e| rt.err(call, e))?;
+                op.put(call, pe, off, b)?;
             } else {
                 let off = rt.sym_offset(call, s, blen)?;
-                // SAFETY: the caller passes writable local blocks.
+                // SAFETY: the caller passes writable local blocks that
+                // nothing else accesses during the call; the slice lives
+                // for this block only.
                 let b = unsafe { std::slice::from_raw_parts_mut(d as *mut u8, blen) };
-                rt.conduit
-                    .get(CtxId::DEFAULT, w, off, b)
-                    .map_err(|e| rt.err(call, e))?;
+                op.get(call, pe, off, b)?;
             }
         }
         Ok(())
@@ -163,8 +169,9 @@ pub(crate) unsafe fn put_signal(
     pe: c_int,
 ) {
     let rt = rt(call);
+    let pe = pe as usize;
     let r = (|| -> Result<()> {
-        let w = ctx_pe(rt, call, ctx, pe, true)?;
+        let ctx = ctx_op(rt, call, ctx)?;
         let op = signal_op(rt, call, sig_op)?;
         let sig_off = rt.sym_offset(call, sig as usize, 8)?;
         let off = if len == 0 {
@@ -172,11 +179,10 @@ pub(crate) unsafe fn put_signal(
         } else {
             rt.sym_offset(call, dest as usize, len)?
         };
-        // SAFETY: the caller passes `len` readable bytes at `src`.
+        // SAFETY: the caller passes `len` readable bytes at `src` that
+        // nothing writes during the call; the slice lives for this call.
         let s = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), len) };
-        rt.conduit
-            .put_signal(CtxId::DEFAULT, w, off, s, sig_off, op, signal)
-            .map_err(|e| rt.err(call, e))
+        ctx.put_signal(call, pe, off, s, sig_off, op, signal)
     })();
     ok(r)
 }
@@ -465,20 +471,19 @@ fn signal_amo(
 ) {
     let rt = rt(call);
     let r = (|| -> Result<()> {
-        let w = ctx_pe(rt, call, ctx, pe, true)?;
+        let ctx = ctx_op(rt, call, ctx)?;
         let off = rt.sym_offset(call, sig as usize, 8)?;
-        rt.conduit
-            .atomic(
-                CtxId::DEFAULT,
-                w,
-                off,
-                op,
-                conduits::AmoWidth::W64,
-                value,
-                0,
-            )
-            .map(drop)
-            .map_err(|e| rt.err(call, e))
+        ctx.atomic(
+            call,
+            pe as usize,
+            off,
+            op,
+            conduits::AmoWidth::W64,
+            value,
+            0,
+            true,
+        )
+        .map(drop)
     })();
     if let Err(e) = r {
         fail(e)

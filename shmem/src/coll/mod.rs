@@ -51,11 +51,11 @@
 //! let sh = shmem::init()?;
 //! let (me, n) = (sh.my_pe(), sh.n_pes());
 //! let world = sh.team_world();
-//! let mut src = sh.malloc::<i64>(4)?;
+//! let src = sh.malloc::<i64>(4)?;
 //! let dst = sh.malloc::<i64>(4)?;
-//! src.as_mut_slice().fill(me as i64);
+//! src.fill(me as i64);
 //! world.reduce::<Sum, _>(&dst, &src, 4)?;
-//! assert_eq!(dst.as_slice()[0], (n * (n - 1) / 2) as i64);
+//! assert_eq!(dst.read(0), (n * (n - 1) / 2) as i64);
 //! let all = sh.malloc::<u64>(n)?;
 //! let one = sh.malloc::<u64>(1)?;
 //! world.fcollect(&all, &one, 1)?;
@@ -194,9 +194,9 @@ impl Team<'_> {
     /// let sh = shmem::init()?;
     /// let w = sh.team_world();
     /// let mut x = sh.calloc::<u32>(2)?;
-    /// if sh.my_pe() == 0 { x.as_mut_slice().copy_from_slice(&[4, 2]); }
+    /// if sh.my_pe() == 0 { x.copy_from(0, &[4, 2]); }
     /// w.broadcast(&x, &x, 2, 0)?;
-    /// assert_eq!(x.as_slice(), &[4, 2]);
+    /// assert_eq!(x.to_vec(), &[4, 2]);
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn broadcast<T: Pod>(
@@ -227,10 +227,10 @@ impl Team<'_> {
     /// let sh = shmem::init()?;
     /// let w = sh.team_world();
     /// let mut one = sh.malloc::<u64>(1)?;
-    /// one.as_mut_slice()[0] = sh.my_pe() as u64;
+    /// one.write(0, sh.my_pe() as u64);
     /// let all = sh.malloc::<u64>(sh.n_pes())?;
     /// w.fcollect(&all, &one, 1)?;
-    /// assert_eq!(all.as_slice()[sh.n_pes() - 1], sh.n_pes() as u64 - 1);
+    /// assert_eq!(all.read(sh.n_pes() - 1), sh.n_pes() as u64 - 1);
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn fcollect<T: Pod>(
@@ -281,9 +281,9 @@ impl Team<'_> {
     /// let (me, n) = (sh.my_pe(), sh.n_pes());
     /// let mut src = sh.malloc::<u32>(n)?;
     /// let dst = sh.malloc::<u32>(n)?;
-    /// for j in 0..n { src.as_mut_slice()[j] = (100 * me + j) as u32; }
+    /// for j in 0..n { src.write(j, (100 * me + j) as u32); }
     /// sh.team_world().alltoall(&dst, &src, 1)?;
-    /// assert_eq!(dst.as_slice()[0], me as u32);
+    /// assert_eq!(dst.read(0), me as u32);
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn alltoall<T: Pod>(
@@ -364,9 +364,9 @@ impl Team<'_> {
     /// use shmem::coll::ops::Max;
     /// let sh = shmem::init()?;
     /// let mut x = sh.malloc::<f64>(1)?;
-    /// x.as_mut_slice()[0] = sh.my_pe() as f64;
+    /// x.write(0, sh.my_pe() as f64);
     /// sh.team_world().reduce::<Max, _>(&x, &x, 1)?; // in place
-    /// assert_eq!(x.as_slice()[0], (sh.n_pes() - 1) as f64);
+    /// assert_eq!(x.read(0), (sh.n_pes() - 1) as f64);
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn reduce<O: ReduceOp, T: Reducible<O>>(
@@ -417,9 +417,9 @@ impl Team<'_> {
     /// use shmem::coll::ops::Sum;
     /// let sh = shmem::init()?;
     /// let mut x = sh.malloc::<u64>(1)?;
-    /// x.as_mut_slice()[0] = 1;
+    /// x.write(0, 1);
     /// sh.team_world().inscan::<Sum, _>(&x, &x, 1)?;
-    /// assert_eq!(x.as_slice()[0], sh.my_pe() as u64 + 1);
+    /// assert_eq!(x.read(0), sh.my_pe() as u64 + 1);
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn inscan<O: ReduceOp, T: Reducible<O>>(

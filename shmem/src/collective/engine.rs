@@ -136,6 +136,7 @@ pub(crate) struct Coll<'a> {
 impl<'a> Coll<'a> {
     /// Starts a collective on `t`; errors if the team was destroyed.
     pub(crate) fn new(rt: &'a Runtime, t: &'a TeamState, call: &'static str) -> Result<Coll<'a>> {
+        crate::progress::not_in_handler(rt.my_pe(), call)?;
         if t.destroyed.load(std::sync::atomic::Ordering::Acquire) {
             return Err(ShmemError::Invalid {
                 pe: rt.my_pe(),
@@ -233,7 +234,7 @@ impl<'a> Coll<'a> {
     /// Sends `len` bytes of this PE's segment at `src` to `off` on `to`.
     #[inline]
     fn send_seg(&self, to: usize, off: usize, src: usize, len: usize) -> Result<()> {
-        self.send(to, off, self.seg(src, len))
+        self.send(to, off, &self.seg(src, len))
     }
 
     /// A message without data.
@@ -293,15 +294,14 @@ impl<'a> Coll<'a> {
         self.rt.pool.scratch
     }
 
-    /// `len` bytes of this PE's segment at `off`.
+    /// A copy of `len` bytes of this PE's segment at `off`. A copy, not a
+    /// reference: peers (or, in a faulty program, this PE's other
+    /// operations) may write the range while the collective reads it, and
+    /// a `&[u8]` over it would promise they do not.
     #[inline]
-    fn seg(&self, off: usize, len: usize) -> &[u8] {
+    fn seg(&self, off: usize, len: usize) -> Vec<u8> {
         debug_assert!(off + len <= self.rt.conduit.segment_len());
-        // SAFETY: callers pass ranges inside this PE's segment (validated
-        // user ranges or pool areas), which stays mapped while the runtime
-        // lives; the bytes are plain data. Peers may write other parts of
-        // the segment meanwhile, never this range during this call.
-        unsafe { std::slice::from_raw_parts(self.rt.local_addr(off), len) }
+        self.read::<u8>(off, len)
     }
 
     /// memmove within this PE's segment.
@@ -317,10 +317,13 @@ impl<'a> Coll<'a> {
     /// Reads `count` values of `T` at `off` of this PE's segment.
     fn read<T: Pod>(&self, off: usize, count: usize) -> Vec<T> {
         let mut v = Vec::<T>::with_capacity(count);
-        // SAFETY: the source range lies in this PE's segment (see `seg`);
-        // the destination is the vector's fresh, non-overlapping buffer of
-        // `count` elements, and every bit pattern is a valid `T`, so the
-        // elements are initialized once the bytes are copied.
+        // SAFETY: callers pass ranges inside this PE's segment (validated
+        // user ranges or pool areas), mapped while the runtime lives; it is
+        // read through a raw pointer, and no Rust reference to segment
+        // memory exists that a concurrent writer could invalidate. The
+        // destination is the vector's fresh, non-overlapping buffer of
+        // `count` elements; every bit pattern is a valid `T` (`Pod`), so
+        // whatever bytes are copied, the elements are initialized values.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 self.rt.local_addr(off),
@@ -335,7 +338,8 @@ impl<'a> Coll<'a> {
     /// Writes `data` at `off` of this PE's segment.
     fn write<T: Pod>(&self, off: usize, data: &[T]) {
         let b = bytes_of(data);
-        // SAFETY: the destination lies in this PE's segment (see `seg`) and
+        // SAFETY: the destination lies in this PE's segment (see `read`),
+        // written through a raw pointer that no Rust reference aliases; it
         // cannot overlap `data`, a private vector.
         unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.rt.local_addr(off), b.len()) };
     }
@@ -481,7 +485,7 @@ impl<'a> Coll<'a> {
     fn wait_summary(&mut self, from: usize, at: usize) -> Result<Summary> {
         self.wait(from)?;
         let mut b = [0u8; SUMMARY_LEN];
-        b.copy_from_slice(self.seg(self.counter(self.tr(from)) + at, SUMMARY_LEN));
+        b.copy_from_slice(&self.seg(self.counter(self.tr(from)) + at, SUMMARY_LEN));
         Ok(Summary::decode(&b))
     }
 
@@ -489,7 +493,7 @@ impl<'a> Coll<'a> {
     fn record_of(&self, rank: usize, off: usize) -> Result<Record> {
         let mut b = [0u8; RECORD_LEN];
         if rank == self.me() {
-            b.copy_from_slice(self.seg(off, RECORD_LEN));
+            b.copy_from_slice(&self.seg(off, RECORD_LEN));
         } else {
             self.rt
                 .conduit

@@ -244,7 +244,7 @@ impl Coll<'_> {
             for k in 0..nelems {
                 self.rt
                     .conduit
-                    .put(CtxId::DEFAULT, pe, d_at(k), self.seg(s_at(to, k), es))
+                    .put(CtxId::DEFAULT, pe, d_at(k), &self.seg(s_at(to, k), es))
                     .map_err(|e| self.err(e))?;
             }
             self.rt

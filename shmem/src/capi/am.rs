@@ -1,0 +1,264 @@
+//! User active messages from C: `shmemx_am_*` (declared in `shmemx.h`),
+//! over the same registration, request and reply paths as
+//! [`crate::am`], with the same handler rules.
+
+use super::{fail, ok, rt};
+use crate::am::{self, AmHandler, Message, Token};
+use crate::error::{Result, ShmemError};
+use crate::runtime::Runtime;
+use conduits::Category;
+use std::ffi::{c_int, c_void};
+
+/// A C handler: `(token, args, nargs, payload, nbytes, user)`.
+type CHandler =
+    unsafe extern "C" fn(*mut c_void, *const u32, usize, *const c_void, usize, *mut c_void);
+
+/// What a C handler closes over: the function and its user pointer.
+struct CFn {
+    f: CHandler,
+    user: usize,
+}
+
+fn handler(rt: &Runtime, call: &'static str, h: c_int) -> Result<AmHandler> {
+    u8::try_from(h)
+        .ok()
+        .filter(|&i| i >= gasnet_core::handlers::FIRST_USER)
+        .map(am::handler_from_index)
+        .ok_or_else(|| ShmemError::Invalid {
+            pe: rt.my_pe(),
+            call,
+            reason: format!("handler {h} was not returned by shmemx_am_register"),
+        })
+}
+
+/// `nargs` arguments at `args` as a slice (empty when `nargs` is 0).
+///
+/// # Safety
+/// `args` is readable for `nargs` words when `nargs > 0`.
+unsafe fn args_of<'a>(args: *const u32, nargs: usize) -> &'a [u32] {
+    if nargs == 0 || args.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller's contract; the words are the caller's own
+        // memory, unchanged during the call (C contract).
+        unsafe { std::slice::from_raw_parts(args, nargs) }
+    }
+}
+
+/// `nbytes` bytes at `p` as a slice (empty when `nbytes` is 0).
+///
+/// # Safety
+/// `p` is readable for `nbytes` bytes when `nbytes > 0`.
+unsafe fn bytes_of<'a>(p: *const c_void, nbytes: usize) -> &'a [u8] {
+    if nbytes == 0 || p.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller's contract; private memory of the caller,
+        // unchanged during the call (C contract).
+        unsafe { std::slice::from_raw_parts(p.cast(), nbytes) }
+    }
+}
+
+/// `shmemx_am_register`: registers `fn` (called with `user`) as a handler;
+/// collective, ends with a barrier; returns the handler's number.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmemx_am_register(f: Option<CHandler>, user: *mut c_void) -> c_int {
+    const CALL: &str = "shmemx_am_register";
+    let rt = rt(CALL);
+    let Some(f) = f else {
+        fail(ShmemError::Invalid {
+            pe: rt.my_pe(),
+            call: CALL,
+            reason: "the handler is NULL".to_string(),
+        })
+    };
+    let c = CFn {
+        f,
+        user: user as usize,
+    };
+    let h = ok(am::register(
+        rt,
+        CALL,
+        move |t: &mut Token<'_, '_>, m: &Message<'_>| {
+            let tok = (t as *mut Token<'_, '_>).cast::<c_void>();
+            // SAFETY: the program registered `f` as a handler of this
+            // signature; the token pointer is valid for the call (it points at
+            // `t`), the arguments and payload are live for the call.
+            unsafe {
+                (c.f)(
+                    tok,
+                    m.args.as_ptr(),
+                    m.args.len(),
+                    m.payload.as_ptr().cast(),
+                    m.payload.len(),
+                    c.user as *mut c_void,
+                )
+            }
+        },
+    ));
+    c_int::from(h.index())
+}
+
+/// The token a C handler was given.
+///
+/// # Safety
+/// `token` is the pointer passed to the running handler.
+unsafe fn token<'a>(token: *mut c_void) -> &'a mut Token<'a, 'a> {
+    // SAFETY: the caller's contract: `token` points at the live `Token` of
+    // the handler running on this thread (`shmemx_am_register`'s wrapper),
+    // used only during that handler.
+    unsafe { &mut *token.cast::<Token<'a, 'a>>() }
+}
+
+/// `shmemx_am_src_pe`: the PE whose message the handler is serving.
+///
+/// # Safety
+/// `tok` is the token of the running handler.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmemx_am_src_pe(tok: *mut c_void) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { token(tok) }.src_pe() as c_int
+}
+
+/// `shmemx_am_request_short`.
+///
+/// # Safety
+/// `args` holds `nargs` words.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmemx_am_request_short(
+    pe: c_int,
+    h: c_int,
+    args: *const u32,
+    nargs: usize,
+) {
+    const CALL: &str = "shmemx_am_request_short";
+    let rt = rt(CALL);
+    // SAFETY: the caller's contract.
+    let a = unsafe { args_of(args, nargs) };
+    ok(handler(rt, CALL, h)
+        .and_then(|h| am::request(rt, CALL, pe as usize, Category::Short, h, a, &[], 0)));
+}
+
+/// `shmemx_am_request_medium`.
+///
+/// # Safety
+/// `args` holds `nargs` words, `payload` `nbytes` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmemx_am_request_medium(
+    pe: c_int,
+    h: c_int,
+    args: *const u32,
+    nargs: usize,
+    payload: *const c_void,
+    nbytes: usize,
+) {
+    const CALL: &str = "shmemx_am_request_medium";
+    let rt = rt(CALL);
+    // SAFETY: the caller's contract.
+    let (a, p) = unsafe { (args_of(args, nargs), bytes_of(payload, nbytes)) };
+    ok(handler(rt, CALL, h)
+        .and_then(|h| am::request(rt, CALL, pe as usize, Category::Medium, h, a, p, 0)));
+}
+
+/// `shmemx_am_request_long`: `payload` is written at symmetric `dest` on
+/// PE `pe` before its handler runs.
+///
+/// # Safety
+/// `args` holds `nargs` words, `payload` `nbytes` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmemx_am_request_long(
+    pe: c_int,
+    h: c_int,
+    args: *const u32,
+    nargs: usize,
+    payload: *const c_void,
+    nbytes: usize,
+    dest: *mut c_void,
+) {
+    const CALL: &str = "shmemx_am_request_long";
+    let rt = rt(CALL);
+    // SAFETY: the caller's contract.
+    let (a, p) = unsafe { (args_of(args, nargs), bytes_of(payload, nbytes)) };
+    ok(handler(rt, CALL, h).and_then(|h| {
+        let off = rt.sym_offset(CALL, dest as usize, nbytes)?;
+        am::request(rt, CALL, pe as usize, Category::Long, h, a, p, off)
+    }));
+}
+
+/// `shmemx_am_reply_short`: the handler's one reply.
+///
+/// # Safety
+/// `tok` is the token of the running handler; `args` holds `nargs` words.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmemx_am_reply_short(
+    tok: *mut c_void,
+    h: c_int,
+    args: *const u32,
+    nargs: usize,
+) {
+    const CALL: &str = "shmemx_am_reply_short";
+    let rt = rt(CALL);
+    // SAFETY: the caller's contract.
+    let (t, a) = unsafe { (token(tok), args_of(args, nargs)) };
+    ok(handler(rt, CALL, h).and_then(|h| t.reply_short(h, a)));
+}
+
+/// `shmemx_am_reply_medium`.
+///
+/// # Safety
+/// `tok` is the token of the running handler; `args` holds `nargs` words,
+/// `payload` `nbytes` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmemx_am_reply_medium(
+    tok: *mut c_void,
+    h: c_int,
+    args: *const u32,
+    nargs: usize,
+    payload: *const c_void,
+    nbytes: usize,
+) {
+    const CALL: &str = "shmemx_am_reply_medium";
+    let rt = rt(CALL);
+    // SAFETY: the caller's contract.
+    let (t, a, p) = unsafe { (token(tok), args_of(args, nargs), bytes_of(payload, nbytes)) };
+    ok(handler(rt, CALL, h).and_then(|h| t.reply_medium(h, a, p)));
+}
+
+/// `shmemx_am_reply_long`: `payload` is written at symmetric `dest` on the
+/// requester before its reply handler runs.
+///
+/// # Safety
+/// `tok` is the token of the running handler; `args` holds `nargs` words,
+/// `payload` `nbytes` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmemx_am_reply_long(
+    tok: *mut c_void,
+    h: c_int,
+    args: *const u32,
+    nargs: usize,
+    payload: *const c_void,
+    nbytes: usize,
+    dest: *mut c_void,
+) {
+    const CALL: &str = "shmemx_am_reply_long";
+    let rt = rt(CALL);
+    // SAFETY: the caller's contract.
+    let (t, a, p) = unsafe { (token(tok), args_of(args, nargs), bytes_of(payload, nbytes)) };
+    ok(handler(rt, CALL, h).and_then(|h| {
+        let off = rt.sym_offset(CALL, dest as usize, nbytes)?;
+        t.reply_long_bytes(h, a, p, off)
+    }));
+}
+
+/// `shmemx_am_poll`: serves pending incoming messages.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmemx_am_poll() {
+    const CALL: &str = "shmemx_am_poll";
+    let rt = rt(CALL);
+    ok(
+        crate::progress::not_in_handler(rt.my_pe(), CALL).and_then(|()| {
+            use conduits::prelude::*;
+            rt.conduit.poll().map_err(|e| rt.err(CALL, e))
+        }),
+    );
+}

@@ -1,0 +1,70 @@
+//! Contexts are real: a context's quiet returns while another context
+//! still has operations outstanding to a target that cannot answer, and
+//! both contexts' results are exact. `shmem/examples/ctx_quiet.rs` at 3
+//! PEs on the fpga conduit; this test stops PE 1's devsim board (SIGSTOP)
+//! before PE 0 issues anything and resumes it (SIGCONT) only after PE 0
+//! reports that its other context's quiet returned, so that quiet cannot
+//! have waited for the stopped board.
+
+use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_for};
+use std::time::Duration;
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+const SIGCONT: i32 = 18;
+const SIGSTOP: i32 = 19;
+
+#[test]
+fn a_contexts_quiet_returns_while_another_waits_for_a_stopped_board() {
+    let id = unique_job_id("ctxq");
+    let dir = std::env::temp_dir().join(&id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (go1, go2) = (dir.join("go1"), dir.join("go2"));
+    let mut cmd = oshrun_cmd(&["-n", "3", "--conduit", "fpga", "--job-id", &id]);
+    cmd.arg(example("ctx_quiet"))
+        .arg(&go1)
+        .arg(&go2)
+        // The stopped board must not be declared dead while it is stopped.
+        .env("FSHMEM_PEER_TIMEOUT", "60");
+    let mut job = spawn(&mut cmd);
+    let pid_file = std::path::PathBuf::from(format!("/dev/shm/fshmem-{id}-board1/pid"));
+    let mut pid = 0i32;
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            pid = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            pid > 0
+        }),
+        "board 1 never started"
+    );
+    assert!(
+        job.wait_line(Duration::from_secs(60), |l| l == "ctx_quiet: PE 0: ready")
+            .is_some(),
+        "PE 0 never got ready: {}",
+        job.stdout_so_far()
+    );
+    // SAFETY: kill has no memory preconditions; the pid is board 1's.
+    assert_eq!(unsafe { libc_kill(pid, SIGSTOP) }, 0);
+    std::fs::write(&go1, b"").unwrap();
+    let returned = job.wait_line(Duration::from_secs(60), |l| {
+        l == "ctx_quiet: PE 0: fast quiet returned"
+    });
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc_kill(pid, SIGCONT) }, 0);
+    assert!(
+        returned.is_some(),
+        "the fast context's quiet waited for the stopped board: {}",
+        job.stdout_so_far()
+    );
+    std::fs::write(&go2, b"").unwrap();
+    let out = finish(job, Duration::from_secs(60));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert!(out.stdout.lines().any(|l| l == "ctx_quiet: ok"), "{out:?}");
+    assert!(shm_files(&id).is_empty(), "{:?}", shm_files(&id));
+}

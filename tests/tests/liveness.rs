@@ -1,0 +1,133 @@
+//! Liveness on the link conduits (`spec/conduit.md` §7.1), in one test so
+//! that its phases do not overlap: never blaming a live peer, and naming
+//! a dead or stopped one within `FSHMEM_PEER_TIMEOUT` + 1 s.
+//!
+//! 1. 4 PEs on fpga under 20 % loss, 5 % duplication and 30 %
+//!    reordering of the datagrams, with a CPU hog on one core and the
+//!    default peer timeout (10 s, probed every 500 ms), run the stress mix
+//!    exactly and report no failure (2 runs of 2 s each;
+//!    `scripts/liveness.sh stress` runs the 20-run campaigns of 10 s).
+//! 2. With `FSHMEM_PEER_TIMEOUT=1s`, a PE whose process is SIGKILLed or
+//!    SIGSTOPped, and on fpga a board SIGSTOPped, is named by the job
+//!    within 2 s of the signal (`scripts/liveness.sh detect` repeats it).
+
+use fshmem_tests::{
+    example, finish, oshrun_cmd, pe_pids, run, shm_files, spawn, unique_job_id, wait_for,
+};
+use std::time::{Duration, Instant};
+
+/// A busy loop pinned to CPU 0, killed and reaped on drop.
+struct Hog(std::process::Child);
+
+impl Hog {
+    fn start() -> Hog {
+        Hog(std::process::Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("start a CPU hog (taskset, from util-linux)"))
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn heavy(conduit: &str) {
+    for seed in ["21", "22"] {
+        let id = unique_job_id("lh");
+        let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", conduit, "--job-id", &id]);
+        cmd.arg(example("stress"))
+            .args(["2", "1000000", seed])
+            .env("FSHMEM_IPV6_IMPAIR", "loss=20,dup=5,reorder=30")
+            .env("FSHMEM_DEVSIM_IMPAIR", "loss=20,dup=5,reorder=30");
+        let out = run(&mut cmd, Duration::from_secs(90));
+        let ctx = format!("{conduit} seed {seed}: {out:?}");
+        assert_eq!(out.code(), Some(0), "{ctx}");
+        let ok = out
+            .stdout
+            .lines()
+            .filter(|l| l.ends_with("on 4 PEs OK"))
+            .count();
+        assert_eq!(ok, 4, "{ctx}");
+        assert!(!out.stderr.contains("failed"), "{ctx}");
+        assert!(shm_files(&id).is_empty());
+    }
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Runs the stress mix on 4 PEs with a 1 s peer timeout, sends `sig` to
+/// PE 1's process (or to board 1 with `board`) once it runs, and checks
+/// that the failure is reported naming PE 1 with `expect` within 2 s (a
+/// `FAIL` line for a stopped process, the job's end for a killed one), and
+/// that the job ends non-zero.
+fn detect(conduit: &str, sig: i32, board: bool, expect: &str) {
+    let id = unique_job_id("ld");
+    let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", conduit, "--job-id", &id]);
+    cmd.arg(example("stress"))
+        .args(["30", "100000000", "5"])
+        .env("FSHMEM_PEER_TIMEOUT", "1s");
+    let mut child = spawn(&mut cmd);
+    assert!(
+        child
+            .wait_line(Duration::from_secs(30), |l| l == "stress: PE 1: running")
+            .is_some(),
+        "the job never ran: {}",
+        child.stdout_so_far()
+    );
+    let mut pid = 0i32;
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            pid = if board {
+                std::fs::read_to_string(format!("/dev/shm/fshmem-{id}-board1/pid"))
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(0)
+            } else {
+                pe_pids(&id, Some(1)).first().map_or(0, |&p| p as i32)
+            };
+            pid > 0
+        }),
+        "no process for PE 1"
+    );
+    let t = Instant::now();
+    // SAFETY: kill has no memory preconditions; the pid is PE 1's (board).
+    assert_eq!(unsafe { libc_kill(pid, sig) }, 0);
+    // A stopped PE is reported by the PE that finds it (a `FAIL` line); a
+    // killed one by oshrun, which then ends the job.
+    let reported = (sig == 19)
+        .then(|| child.wait_line(Duration::from_secs(30), |l| l.contains(": FAIL: ")))
+        .flatten()
+        .map(|_| t.elapsed());
+    let out = finish(child, Duration::from_secs(30));
+    let took = reported.unwrap_or_else(|| t.elapsed());
+    if sig == 19 {
+        // SAFETY: as above; the stopped process must not outlive the test.
+        unsafe { libc_kill(pid, 9) };
+    }
+    let all = format!("{}{}", out.stdout, out.stderr);
+    let ctx = format!("{conduit} signal {sig} board {board}: {took:?} {out:?}");
+    assert_ne!(out.code(), Some(0), "{ctx}");
+    assert!(all.contains("PE 1") && all.contains(expect), "{ctx}");
+    assert!(took <= Duration::from_secs(2), "{ctx}");
+    assert!(shm_files(&id).is_empty(), "{:?}", shm_files(&id));
+}
+
+#[test]
+fn live_peers_are_never_blamed_and_dead_or_stopped_ones_are_named_in_time() {
+    {
+        let _hog = Hog::start();
+        heavy("fpga");
+    }
+    detect("ipv6", 9, false, "PE 1");
+    detect("ipv6", 19, false, "no packet from it");
+    detect("fpga", 9, false, "PE 1");
+    detect("fpga", 19, false, "has been stopped");
+    detect("fpga", 19, true, "stopped answering");
+}
