@@ -6,7 +6,8 @@
 #   smp        PE 1 of a pure smp job of 2 PEs
 #   intra      PE 1 of a 2-host x 2-PE job (oshrun --hosts 2): same host
 #   inter      PE 2 of that job: the other host
-#   ipv6       PE 1 of a job on the ipv6 conduit alone, 2 PEs on [::1]
+#   ipv6       PE 2 of a job on the ipv6 conduit alone, 4 PEs on [::1] (as
+#              many processes as the hosts job, PE 1 and 3 idle as there)
 #
 # The four run in turn, ROUNDS times (default 5); the table has the median
 # of each figure over the rounds and the ratios intra/smp (target <= 1.5)
@@ -30,7 +31,8 @@ for round in $(seq 1 "$ROUNDS"); do
         --csv "$OUT/runs/intra.$round" > /dev/null
     "$R/oshrun" -n 4 --hosts 2 --host-net loopback "${osu[@]}" --peer 2 \
         --csv "$OUT/runs/inter.$round" > /dev/null
-    "$R/oshrun" -n 2 --conduit ipv6 "${osu[@]}" --csv "$OUT/runs/ipv6.$round" > /dev/null
+    "$R/oshrun" -n 4 --conduit ipv6 "${osu[@]}" --peer 2 \
+        --csv "$OUT/runs/ipv6.$round" > /dev/null
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 # Median per (job, test) over the rounds, then the table.

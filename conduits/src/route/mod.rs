@@ -46,7 +46,7 @@ use crate::job::JobEnv;
 use crate::{AmoOp, AmoWidth, Category, ConduitKind, HandlerFn, Settings};
 use gasnet_core::{AmError, AmMessage, NodeId, ReplySink, Token};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// The off-node conduit is polled once every this many calls of
 /// [`ActiveMessages::poll`] (the on-node one on every call).
@@ -159,13 +159,41 @@ pub fn attach<On: OnNode, Off: OffNode>(
     Routed::attach_with(job, segment, settings, boot, hosts).map(Attached::Routed)
 }
 
-/// One router context: the pair of contexts it stands for.
+/// One router context: the pair of contexts it stands for, and what its
+/// off-node context has outstanding (§10.3). On a cache line of its own,
+/// so that threads using contexts of their own do not share one.
 #[derive(Debug, Default)]
+#[repr(align(64))]
 struct CtxPair {
     /// [`FREE`], [`BUSY`] (being created or destroyed) or [`LIVE`].
     state: AtomicU8,
     on: AtomicU32,
     off: AtomicU32,
+    /// Off-node operations issued on this context that a quiet may have to
+    /// complete, counted as each returns.
+    off_issued: AtomicU64,
+    /// The count of `off_issued` that the last off-node quiet to return
+    /// had read before it began: every operation counted up to it is
+    /// complete.
+    off_quieted: AtomicU64,
+}
+
+impl CtxPair {
+    /// Counts an off-node operation that returned with `r`. Release: a
+    /// quiet that reads the count sees the operation issued.
+    #[inline(always)]
+    fn issued_off<T>(&self, r: Result<T>) -> Result<T> {
+        self.off_issued.fetch_add(1, Ordering::Release);
+        r
+    }
+
+    /// The count of off-node operations to cover, or `None` when every
+    /// one counted so far is complete.
+    #[inline(always)]
+    fn off_pending(&self) -> Option<u64> {
+        let issued = self.off_issued.load(Ordering::Acquire);
+        (self.off_quieted.load(Ordering::Acquire) < issued).then_some(issued)
+    }
 }
 
 const FREE: u8 = 0;
@@ -317,6 +345,12 @@ impl<On, Off> Routed<On, Off> {
         }
     }
 
+    /// Router context `ctx`'s slot; `ctx` was checked by [`Self::pair`].
+    #[inline(always)]
+    fn slot(&self, ctx: CtxId) -> &CtxPair {
+        &self.ctxs[ctx.index()]
+    }
+
     /// An error of the on-node conduit, whose PEs are local ranks, with
     /// job ranks instead.
     #[cold]
@@ -434,6 +468,29 @@ impl<On: Conduit, Off: Conduit> Segments for Routed<On, Off> {
     }
 }
 
+impl<On, Off: Conduit> Routed<On, Off> {
+    /// Quiets off-node context `c_off` of router context `ctx` unless
+    /// every off-node operation counted on `ctx` is complete.
+    ///
+    /// An operation that returned before this call is counted in the
+    /// `issued` read here (the count is raised before it returns). If
+    /// `off_quieted` already reaches `issued`, an off-node quiet that had
+    /// read a count including that operation (so that saw it issued, by
+    /// the count's Release and Acquire) has returned: it completed it.
+    /// `off_quieted` moves only after that quiet returns, so a quiet still
+    /// running on another thread never lets this one skip.
+    #[inline(always)]
+    fn quiet_off(&self, ctx: CtxId, c_off: CtxId) -> Result<()> {
+        let p = self.slot(ctx);
+        let Some(issued) = p.off_pending() else {
+            return Ok(());
+        };
+        self.off.quiet(c_off)?;
+        p.off_quieted.fetch_max(issued, Ordering::Release);
+        Ok(())
+    }
+}
+
 impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
     fn ctx_create(&self) -> Result<CtxId> {
         for (i, p) in self.ctxs.iter().enumerate().skip(1) {
@@ -460,6 +517,9 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
             };
             p.on.store(on.0, Ordering::Relaxed);
             p.off.store(off.0, Ordering::Relaxed);
+            // A new off-node context has nothing outstanding.
+            p.off_quieted
+                .fetch_max(p.off_issued.load(Ordering::Acquire), Ordering::Release);
             p.state.store(LIVE, Ordering::Release);
             return Ok(CtxId(i as u32));
         }
@@ -489,7 +549,9 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
         let (c_on, c_off) = self.pair(ctx)?;
         match self.path(pe)? {
             Path::On(l) => self.on.put(c_on, l, offset, src).map_err(|e| self.lift(e)),
-            Path::Off => self.off.put(c_off, pe, offset, src),
+            Path::Off => self
+                .slot(ctx)
+                .issued_off(self.off.put(c_off, pe, offset, src)),
         }
     }
 
@@ -510,8 +572,11 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
                 let r = unsafe { self.on.put_nbi(c_on, l, offset, src, len) };
                 r.map_err(|e| self.lift(e))
             }
-            // SAFETY: as above, for `c_off`.
-            Path::Off => unsafe { self.off.put_nbi(c_off, pe, offset, src, len) },
+            Path::Off => {
+                // SAFETY: as above, for `c_off`.
+                let r = unsafe { self.off.put_nbi(c_off, pe, offset, src, len) };
+                self.slot(ctx).issued_off(r)
+            }
         }
     }
 
@@ -541,8 +606,11 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
                 let r = unsafe { self.on.get_nbi(c_on, l, offset, dst, len) };
                 r.map_err(|e| self.lift(e))
             }
-            // SAFETY: as above, for `c_off`.
-            Path::Off => unsafe { self.off.get_nbi(c_off, pe, offset, dst, len) },
+            Path::Off => {
+                // SAFETY: as above, for `c_off`.
+                let r = unsafe { self.off.get_nbi(c_off, pe, offset, dst, len) };
+                self.slot(ctx).issued_off(r)
+            }
         }
     }
 
@@ -563,9 +631,10 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
                 .on
                 .atomic(c_on, l, offset, op, width, operand, compare)
                 .map_err(|e| self.lift(e)),
-            _ => self
-                .off
-                .atomic(c_off, pe, offset, op, width, operand, compare),
+            _ => self.slot(ctx).issued_off(
+                self.off
+                    .atomic(c_off, pe, offset, op, width, operand, compare),
+            ),
         }
     }
 
@@ -593,45 +662,54 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
                     .put(c_on, l, offset, src)
                     .and_then(|()| self.on.quiet(c_on))
                     .map_err(|e| self.lift(e))?;
-                self.off
-                    .atomic(
-                        c_off,
-                        pe,
-                        sig_offset,
-                        sig_op.amo(),
-                        AmoWidth::W64,
-                        sig_value,
-                        0,
-                    )
-                    .map(drop)
+                let r = self.off.atomic(
+                    c_off,
+                    pe,
+                    sig_offset,
+                    sig_op.amo(),
+                    AmoWidth::W64,
+                    sig_value,
+                    0,
+                );
+                self.slot(ctx).issued_off(r).map(drop)
             }
-            Path::Off => self
-                .off
-                .put_signal(c_off, pe, offset, src, sig_offset, sig_op, sig_value),
+            Path::Off => self.slot(ctx).issued_off(
+                self.off
+                    .put_signal(c_off, pe, offset, src, sig_offset, sig_op, sig_value),
+            ),
         }
     }
 
     /// Fences both conduits' contexts. When atomics to this host travel
     /// off-node while puts travel on-node, one target is reached by two
     /// paths, whose relative order only completion gives: both are
-    /// quieted instead.
+    /// quieted instead. The off-node context is left alone when every
+    /// off-node operation of `ctx` is complete: there is nothing to order.
     #[inline(always)]
     fn fence(&self, ctx: CtxId) -> Result<()> {
         let (c_on, c_off) = self.pair(ctx)?;
         if self.atomics_on_node {
             self.on.fence(c_on).map_err(|e| self.lift(e))?;
-            self.off.fence(c_off)
+            match self.slot(ctx).off_pending() {
+                Some(_) => self.off.fence(c_off),
+                None => Ok(()),
+            }
         } else {
             self.on.quiet(c_on).map_err(|e| self.lift(e))?;
-            self.off.quiet(c_off)
+            self.quiet_off(ctx, c_off)
         }
     }
 
+    /// Quiets the on-node context, then the off-node one unless every
+    /// off-node operation of `ctx` is known complete (a job whose traffic
+    /// stays within the host never waits on the network conduit here).
+    /// The on-node quiet is always made: on smp it is a fence, which also
+    /// orders the stores a program makes through `shmem_ptr`.
     #[inline(always)]
     fn quiet(&self, ctx: CtxId) -> Result<()> {
         let (c_on, c_off) = self.pair(ctx)?;
         self.on.quiet(c_on).map_err(|e| self.lift(e))?;
-        self.off.quiet(c_off)
+        self.quiet_off(ctx, c_off)
     }
 
     fn cpu_atomics(&self) -> bool {
@@ -732,5 +810,41 @@ impl<On: OnNode, Off: OffNode> Lifecycle for Routed<On, Off> {
             self.locals,
             self.hosts.describe()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CtxPair;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn a_context_has_off_node_work_pending_until_a_quiet_covers_it() {
+        let p = CtxPair::default();
+        assert_eq!(
+            p.off_pending(),
+            None,
+            "a new context has nothing outstanding"
+        );
+        assert_eq!(p.issued_off(Ok::<u8, _>(7)).unwrap(), 7);
+        assert!(
+            p.issued_off::<()>(Err(crate::ConduitError::Unsupported("x")))
+                .is_err()
+        );
+        // A quiet reads the count, completes the off-node context, then
+        // records the count it read.
+        let read = p.off_pending().expect("two operations counted");
+        assert_eq!(read, 2);
+        p.issued_off(Ok(())).unwrap();
+        p.off_quieted.fetch_max(read, Ordering::Release);
+        // The operation counted after that quiet read is still pending.
+        assert_eq!(p.off_pending(), Some(3));
+        p.off_quieted.fetch_max(3, Ordering::Release);
+        assert_eq!(p.off_pending(), None);
+        // A quiet that read an older count and ends late never moves the
+        // mark back.
+        p.off_quieted.fetch_max(1, Ordering::Release);
+        assert_eq!(p.off_pending(), None);
+        assert_eq!(std::mem::align_of::<CtxPair>(), 64);
     }
 }
