@@ -240,7 +240,9 @@ fn api_check_at_1_2_and_5_pes_on_hosts() {
 
 /// Collectives in two levels (within each host, then among one leader per
 /// host) forced on and off, with the leader level's algorithms forced too:
-/// coll_check's results are exact either way.
+/// coll_check's results are exact either way. `quick`, as the suite's other
+/// forced-algorithm runs: every collective, the reductions on a few types,
+/// no thread test (the full check runs at every shape in `shmem_checks`).
 #[test]
 fn collectives_with_the_hierarchy_forced_on_and_off() {
     let coll = any_bin("coll_check");
@@ -261,7 +263,7 @@ fn collectives_with_the_hierarchy_forced_on_and_off() {
     for env in settings {
         for (n, h) in [(6, 3), (5, 2)] {
             let what = format!("coll_check, {n} PEs on {h} hosts, {env:?}");
-            let j = hosts_job_env(n, h, Net::Loopback, &coll, &[], env);
+            let j = hosts_job_env(n, h, Net::Loopback, &coll, &["quick"], env);
             assert_eq!(j.out.code(), Some(0), "{what}: {j:?}");
             assert_eq!(j.lines_starting("coll_check: PE").len(), n, "{what}: {j:?}");
             no_datagram_within_a_host(&j, h, &what);
