@@ -81,6 +81,45 @@ impl ConfigValue for OfiAtomics {
     }
 }
 
+/// Whether a job on a network conduit routes operations between PEs of
+/// one host through shared memory (`FSHMEM_ROUTE`, `spec/conduit.md` §10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RouteMode {
+    /// PEs of one host (equal host keys) use the smp conduit between them,
+    /// the job's conduit between hosts.
+    #[default]
+    Auto,
+    /// Every operation goes through the job's conduit.
+    Off,
+}
+
+impl ConfigValue for RouteMode {
+    fn parse_value(s: &str) -> Result<RouteMode, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(RouteMode::Auto),
+            "off" => Ok(RouteMode::Off),
+            _ => Err("auto or off".to_string()),
+        }
+    }
+    fn show_value(&self) -> String {
+        match self {
+            RouteMode::Auto => "auto",
+            RouteMode::Off => "off",
+        }
+        .to_string()
+    }
+}
+
+/// Longest host key (`FSHMEM_HOST_KEY`), in bytes.
+pub const MAX_HOST_KEY: usize = 512;
+
+fn check_host_key(v: &Option<String>) -> Result<(), String> {
+    match v {
+        Some(k) if k.len() > MAX_HOST_KEY => Err(format!("at most {} bytes", MAX_HOST_KEY)),
+        _ => Ok(()),
+    }
+}
+
 fn check_ofi_name(v: &Option<String>) -> Result<(), String> {
     match v {
         Some(s) if s.contains('\0') => Err("a name fi_info -l lists".to_string()),
@@ -136,6 +175,11 @@ gasnet_core::config_table! {
             check |d: &Duration| within_duration(*d, Duration::from_millis(10), Duration::from_secs(86_400));
         bootstrap_timeout: Duration = "FSHMEM_BOOTSTRAP_TIMEOUT", default "60s", Plain,
             help "how long the rendezvous bootstrap waits for every PE to join";
+        route: RouteMode = "FSHMEM_ROUTE", default "auto", Plain,
+            help "ipv6, ofi: PEs of one host (same host key) reach each other through shared memory (auto) or through the job's conduit (off)";
+        host_key: Option<String> = "FSHMEM_HOST_KEY", default "", Unset,
+            help "this PE's host: PEs with equal keys share memory (set by oshrun; default: host name, boot id and namespaces)",
+            check check_host_key;
         pmix_library: Option<PathBuf> = "FSHMEM_PMIX_LIBRARY", default "", Unset,
             help "the PMIx library loaded under a PMIx launcher (default libpmix.so.2)";
         ipv6_addr: Option<Ipv6Addr> = "FSHMEM_IPV6_ADDR", default "", Unset,
@@ -235,6 +279,7 @@ mod tests {
             ("FSHMEM_IPV6_MTU", "100"),
             ("FSHMEM_IPV6_IMPAIR", "loss=90"),
             ("FSHMEM_IPV6_BATCH", "fast"),
+            ("FSHMEM_ROUTE", "always"),
             ("FSHMEM_FPGA_WINDOW", "1.5G"),
             ("FSHMEM_DEVSIM_FAULT", "melt"),
             ("FSHMEM_WAIT_TIMEOUT", "-3"),

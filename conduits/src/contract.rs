@@ -3,7 +3,7 @@
 //!
 //! | trait | what it carries | spec |
 //! |---|---|---|
-//! | [`Segments`] | rank, size, this PE's segment and direct views of peers' | §1 |
+//! | [`Segments`] | rank, size, this PE's segment and direct views of peers', hosts | §1, §10 |
 //! | [`Rma`] | puts, gets, atomics and put-with-signal on a context ([`CtxId`]); `fence` and `quiet` per context; context creation | §2–§4 |
 //! | [`ActiveMessages`] | AM requests, handler registration, polling (progress) | §5–§6 |
 //! | [`JobBootstrap`] | the bootstrap barrier and all-gather | §8 |
@@ -138,6 +138,17 @@ pub trait Segments {
     /// directly, where the transport allows it (smp: every PE; ipv6, fpga:
     /// this PE only).
     fn peer_segment(&self, pe: usize) -> Option<*mut u8>;
+
+    /// The host PE `pe` runs on, as far as this conduit shares memory:
+    /// PEs of one host reach each other's segments through
+    /// [`Segments::peer_segment`]. Hosts are numbered from 0 in order of
+    /// their lowest PE (`spec/conduit.md` §10.1). The default, for a
+    /// conduit that shares no memory between PEs, gives every PE a host of
+    /// its own (`pe`); smp puts every PE on host 0, a routed job follows
+    /// the host keys.
+    fn host_of(&self, pe: usize) -> usize {
+        pe
+    }
 
     /// The file behind this PE's own segment, for a layer that maps part of
     /// it a second time (the C ABI maps the program's static data onto a

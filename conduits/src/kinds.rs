@@ -2,7 +2,9 @@
 //! [`ConduitKind`], made from it.
 //!
 //! A new conduit is one line in `with_conduits!` — its enum variant, its
-//! name, the cargo feature that builds it and its type — plus a module
+//! name, the cargo feature that builds it and its type, and for a network
+//! conduit that can carry the traffic between hosts, `routed` and the name
+//! of its routed variant (`spec/conduit.md` §10) — plus a module
 //! implementing the traits of [`crate::contract`] and a cargo feature in
 //! `conduits/Cargo.toml` (added to `default`). The same list yields
 //! [`ConduitKind`] here (with `FromStr`, `Display`, [`ConduitKind::ALL`])
@@ -21,12 +23,13 @@ macro_rules! with_conduits {
         $m! {
             /// Shared-memory emulator: every PE of the job on this host.
             Smp = "smp", feature "smp", smp::SmpConduit;
-            /// UDP/IPv6 bridge: spans hosts.
-            Ipv6 = "ipv6", feature "ipv6", ipv6::Ipv6Conduit;
+            /// UDP/IPv6 bridge: spans hosts; smp between PEs of one host.
+            Ipv6 = "ipv6", feature "ipv6", ipv6::Ipv6Conduit, routed RoutedIpv6;
             /// FPGA board (or devsim) reached through its BARs.
             Fpga = "fpga", feature "fpga", fpga::FpgaConduit;
-            /// libfabric (OFI) fabrics: verbs, cxi, efa, tcp, shm.
-            Ofi = "ofi", feature "ofi", ofi::OfiConduit;
+            /// libfabric (OFI) fabrics: verbs, cxi, efa, tcp, shm; smp
+            /// between PEs of one host.
+            Ofi = "ofi", feature "ofi", ofi::OfiConduit, routed RoutedOfi;
         }
     };
 }
@@ -35,7 +38,8 @@ pub(crate) use with_conduits;
 macro_rules! declare_kinds {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $name:literal, feature $feature:literal, $module:ident :: $ty:ident;
+        $variant:ident = $name:literal, feature $feature:literal, $module:ident :: $ty:ident
+            $(, routed $routed:ident)?;
     )*) => {
         /// Which transport a job uses (`FSHMEM_CONDUIT`, `oshrun --conduit`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,6 +64,15 @@ macro_rules! declare_kinds {
             /// Whether this build contains it.
             pub const fn is_built(self) -> bool {
                 match self { $( ConduitKind::$variant => cfg!(feature = $feature), )* }
+            }
+
+            /// Whether a job on it routes operations between PEs of one host
+            /// through shared memory (`spec/conduit.md` §10): the network
+            /// conduits.
+            pub const fn routes(self) -> bool {
+                match self {
+                    $( ConduitKind::$variant => declare_kinds!(@has $($routed)?), )*
+                }
             }
 
             /// The names of all conduits, for messages: `smp, ipv6, fpga or ofi`.
@@ -93,6 +106,8 @@ macro_rules! declare_kinds {
         }
 
     };
+    (@has $routed:ident) => { true };
+    (@has) => { false };
 }
 
 with_conduits!(declare_kinds);

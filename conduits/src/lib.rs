@@ -13,6 +13,8 @@
 //!   files.
 //! - [`ofi`]: libfabric (loaded at run time): the provider's RMA and
 //!   atomics, active messages as fabric messages.
+//! - [`route`]: a job whose PEs span hosts, routed by target PE: smp
+//!   between PEs of one host, a network conduit (ipv6, ofi) between hosts.
 //!
 //! Each conduit sits behind a cargo feature of the same name (all on by
 //! default). The contract (`spec/conduit.md`, version 2) is a few narrow
@@ -40,6 +42,7 @@ pub mod liveness;
 #[cfg(feature = "ofi")]
 pub mod ofi;
 mod registry;
+pub mod route;
 #[cfg(any(feature = "ipv6", feature = "ofi"))]
 mod segment;
 #[cfg(feature = "smp")]

@@ -121,6 +121,33 @@ pub fn process_stopped(pid: u64) -> bool {
     })
 }
 
+/// What process `pid` of this host is doing, for messages: `running`,
+/// `sleeping in <kernel function>`, `stopped`, ... from the state letter
+/// of `/proc/PID/stat` and `/proc/PID/wchan`; `None` when there is no
+/// such process (or it is a zombie: it has ended).
+///
+/// ```
+/// use conduits::liveness::process_activity;
+/// assert_eq!(process_activity(std::process::id() as u64).as_deref(), Some("running"));
+/// assert_eq!(process_activity(u64::MAX), None);
+/// ```
+pub fn process_activity(pid: u64) -> Option<String> {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let state = st.rsplit_once(')')?.1.trim_start().chars().next()?;
+    let what = match state {
+        'R' => return Some("running".to_string()),
+        'S' => "sleeping",
+        'D' => "in an uninterruptible wait",
+        'T' | 't' => return Some("stopped (SIGSTOP or a tracer)".to_string()),
+        'Z' | 'X' => return None,
+        other => return Some(format!("in state {other}")),
+    };
+    match std::fs::read_to_string(format!("/proc/{pid}/wchan")) {
+        Ok(w) if !w.is_empty() && w != "0" => Some(format!("{what} in {}", w.trim())),
+        _ => Some(what.to_string()),
+    }
+}
+
 /// This host's name (whitespace replaced), or an empty string when the
 /// system will not say.
 pub fn host_name() -> String {

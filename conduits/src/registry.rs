@@ -2,6 +2,13 @@
 //! list of `kinds` (`with_conduits!`): one variant per *built* conduit,
 //! [`AnyConduit::attach`], [`AnyConduit::kind`] and the static dispatch of
 //! every contract trait, by `match` (no `dyn`, no `Box`).
+//!
+//! A network conduit that can carry the traffic between hosts of a job
+//! whose hosts run several PEs each (`spec/conduit.md` §10) names, after
+//! `routed` in that list, a second variant of [`AnyConduit`]: the conduit
+//! routed by target PE with smp within a host ([`crate::route::Routed`]),
+//! which [`AnyConduit::attach`] chooses when some PEs share a host. Its
+//! type implements [`crate::route::OffNode`].
 
 // Without any conduit feature some of these go unused.
 use crate::config::Settings;
@@ -18,24 +25,24 @@ use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 macro_rules! declare_dispatch {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $name:literal, feature $feature:literal, $module:ident :: $ty:ident;
+        $variant:ident = $name:literal, feature $feature:literal, $module:ident :: $ty:ident
+            $(, routed $routed:ident)?;
     )*) => {
-        /// Every built conduit behind one type, dispatched statically by
-        /// `match` so that hot paths inline.
-        // One AnyConduit exists per process; its size does not matter, the
-        // indirection a Box would add on every call does.
-        #[allow(clippy::large_enum_variant)]
-        #[derive(Debug)]
-        pub enum AnyConduit {
-            $( #[cfg(feature = $feature)] $(#[$doc])* $variant(crate::$module::$ty), )*
-        }
-
+        declare_dispatch!(@any
+            $(
+                $variant [feature = $feature] (crate::$module::$ty)
+                $( $routed [all(feature = "smp", feature = $feature)]
+                    (crate::route::Routed<crate::smp::SmpConduit, crate::$module::$ty>) )?
+            )*
+        );
         impl AnyConduit {
             /// Attaches to the job `job` describes, with the segment
             /// `segment` asks for, through the conduit `job.conduit` names,
             /// configured by `settings` (which also sets the process-wide
-            /// wait timeout, [`crate::wait::set_timeout`]). Collective over
-            /// the job.
+            /// wait timeout, [`crate::wait::set_timeout`]). A network
+            /// conduit routes between PEs of one host through smp
+            /// (`spec/conduit.md` §10) unless no two PEs share a host or
+            /// `settings.route` is off. Collective over the job.
             #[allow(unused_variables)]
             pub fn attach(
                 job: &JobEnv,
@@ -46,9 +53,9 @@ macro_rules! declare_dispatch {
                 match job.conduit {
                     $(
                         #[cfg(feature = $feature)]
-                        ConduitKind::$variant => {
-                            Ok(AnyConduit::$variant(<crate::$module::$ty as Lifecycle>::attach(job, segment, settings)?))
-                        }
+                        ConduitKind::$variant => declare_dispatch!(
+                            @attach $variant crate::$module::$ty [$($routed)?] feature $feature, job, segment, settings
+                        ),
                     )*
                     #[allow(unreachable_patterns)]
                     other => Err(ConduitError::Bootstrap(format!(
@@ -58,82 +65,131 @@ macro_rules! declare_dispatch {
                 }
             }
 
-            /// Which conduit this is.
+            /// Which conduit this is (for a routed job, the off-node one).
             pub fn kind(&self) -> ConduitKind {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(_) => ConduitKind::$variant, )* }
+                match *self {
+                    $(
+                        #[cfg(feature = $feature)]
+                        AnyConduit::$variant(_) => ConduitKind::$variant,
+                        $(
+                            #[cfg(all(feature = "smp", feature = $feature))]
+                            AnyConduit::$routed(_) => ConduitKind::$variant,
+                        )?
+                    )*
+                }
             }
+        }
+    };
 
+    (@has $routed:ident) => { true };
+    (@has) => { false };
+
+    (@attach $variant:ident $ty:path [] feature $feature:literal,
+        $job:ident, $segment:ident, $settings:ident) => {
+        Ok(AnyConduit::$variant(<$ty as Lifecycle>::attach($job, $segment, $settings)?))
+    };
+    (@attach $variant:ident $ty:path [$routed:ident] feature $feature:literal,
+        $job:ident, $segment:ident, $settings:ident) => {{
+        #[cfg(feature = "smp")]
+        let r = match crate::route::attach::<crate::smp::SmpConduit, $ty>($job, $segment, $settings)? {
+            crate::route::Attached::Plain(c) => AnyConduit::$variant(c),
+            crate::route::Attached::Routed(c) => AnyConduit::$routed(c),
+        };
+        #[cfg(not(feature = "smp"))]
+        let r = AnyConduit::$variant(<$ty as Lifecycle>::attach($job, $segment, $settings)?);
+        Ok(r)
+    }};
+
+    // AnyConduit and the static dispatch of every trait, over the variants
+    // (leaf and routed) listed with their cfg predicate and type.
+    (@any $( $v:ident [$cfg:meta] ($t:ty) )*) => {
+        /// Every built conduit behind one type, dispatched statically by
+        /// `match` so that hot paths inline: one variant per conduit, and
+        /// one per network conduit routed by target PE with smp within a
+        /// host ([`crate::route::Routed`]).
+        // One AnyConduit exists per process; its size does not matter, the
+        // indirection a Box would add on every call does.
+        #[allow(clippy::large_enum_variant)]
+        #[derive(Debug)]
+        pub enum AnyConduit {
+            $( #[cfg($cfg)] #[doc = concat!("`", stringify!($t), "`.")] $v($t), )*
+        }
+
+        impl AnyConduit {
             /// Leaves the job ([`Lifecycle::finalize`]). Collective.
             pub fn finalize(&self) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.finalize(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.finalize(), )* }
             }
 
             /// Ends the whole job ([`Lifecycle::global_exit`]).
             pub fn global_exit(&self, status: i32) -> ! {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.global_exit(status), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.global_exit(status), )* }
             }
 
             /// What the conduit uses, for `SHMEM_INFO` ([`Lifecycle::describe`]).
             pub fn describe(&self) -> String {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.describe(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.describe(), )* }
             }
         }
 
         impl Segments for AnyConduit {
             #[inline]
             fn rank(&self) -> usize {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.rank(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.rank(), )* }
             }
             #[inline]
             fn size(&self) -> usize {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.size(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.size(), )* }
             }
             #[inline]
             fn segment_len(&self) -> usize {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.segment_len(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.segment_len(), )* }
             }
             #[inline]
             fn local_segment(&self) -> *mut u8 {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.local_segment(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.local_segment(), )* }
             }
             #[inline]
             fn peer_segment(&self, pe: usize) -> Option<*mut u8> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.peer_segment(pe), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.peer_segment(pe), )* }
             }
             fn segment_backing(&self) -> Option<SegmentBacking> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.segment_backing(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.segment_backing(), )* }
+            }
+            fn host_of(&self, pe: usize) -> usize {
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.host_of(pe), )* }
             }
         }
 
         impl Rma for AnyConduit {
             fn ctx_create(&self) -> Result<CtxId> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.ctx_create(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.ctx_create(), )* }
             }
             fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.ctx_destroy(ctx), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.ctx_destroy(ctx), )* }
             }
             #[inline(always)]
             fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.put(ctx, pe, offset, src), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.put(ctx, pe, offset, src), )* }
             }
             #[inline(always)]
             unsafe fn put_nbi(&self, ctx: CtxId, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
                 match *self { $(
-                    #[cfg(feature = $feature)]
+                    #[cfg($cfg)]
                     // SAFETY: the caller upholds put_nbi's contract, passed on unchanged.
-                    AnyConduit::$variant(ref c) => unsafe { c.put_nbi(ctx, pe, offset, src, len) },
+                    AnyConduit::$v(ref c) => unsafe { c.put_nbi(ctx, pe, offset, src, len) },
                 )* }
             }
             #[inline(always)]
             fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.get(ctx, pe, offset, dst), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.get(ctx, pe, offset, dst), )* }
             }
             #[inline(always)]
             unsafe fn get_nbi(&self, ctx: CtxId, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
                 match *self { $(
-                    #[cfg(feature = $feature)]
+                    #[cfg($cfg)]
                     // SAFETY: the caller upholds get_nbi's contract, passed on unchanged.
-                    AnyConduit::$variant(ref c) => unsafe { c.get_nbi(ctx, pe, offset, dst, len) },
+                    AnyConduit::$v(ref c) => unsafe { c.get_nbi(ctx, pe, offset, dst, len) },
                 )* }
             }
             #[inline(always)]
@@ -148,8 +204,8 @@ macro_rules! declare_dispatch {
                 compare: u64,
             ) -> Result<u64> {
                 match *self { $(
-                    #[cfg(feature = $feature)]
-                    AnyConduit::$variant(ref c) => c.atomic(ctx, pe, offset, op, width, operand, compare),
+                    #[cfg($cfg)]
+                    AnyConduit::$v(ref c) => c.atomic(ctx, pe, offset, op, width, operand, compare),
                 )* }
             }
             #[inline(always)]
@@ -164,20 +220,20 @@ macro_rules! declare_dispatch {
                 sig_value: u64,
             ) -> Result<()> {
                 match *self { $(
-                    #[cfg(feature = $feature)]
-                    AnyConduit::$variant(ref c) => c.put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
+                    #[cfg($cfg)]
+                    AnyConduit::$v(ref c) => c.put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
                 )* }
             }
             #[inline(always)]
             fn fence(&self, ctx: CtxId) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.fence(ctx), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.fence(ctx), )* }
             }
             #[inline(always)]
             fn quiet(&self, ctx: CtxId) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.quiet(ctx), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.quiet(ctx), )* }
             }
             fn cpu_atomics(&self) -> bool {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.cpu_atomics(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.cpu_atomics(), )* }
             }
         }
 
@@ -192,28 +248,28 @@ macro_rules! declare_dispatch {
                 offset: usize,
             ) -> Result<()> {
                 match *self { $(
-                    #[cfg(feature = $feature)]
-                    AnyConduit::$variant(ref c) => c.am_request(pe, category, handler, args, payload, offset),
+                    #[cfg($cfg)]
+                    AnyConduit::$v(ref c) => c.am_request(pe, category, handler, args, payload, offset),
                 )* }
             }
             fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.register_handler(index, f), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.register_handler(index, f), )* }
             }
             fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.register_system_handler(index, f), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.register_system_handler(index, f), )* }
             }
             #[inline]
             fn poll(&self) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.poll(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.poll(), )* }
             }
         }
 
         impl JobBootstrap for AnyConduit {
             fn barrier(&self) -> Result<()> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.barrier(), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.barrier(), )* }
             }
             fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
-                match *self { $( #[cfg(feature = $feature)] AnyConduit::$variant(ref c) => c.exchange(mine), )* }
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.exchange(mine), )* }
             }
         }
     };

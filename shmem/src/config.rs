@@ -29,6 +29,7 @@
 //! | `FSHMEM_FCOLLECT_LARGE` | `16K` | `auto` gathers a result of at least this many bytes by ring |
 //! | `FSHMEM_ALLTOALL_ALGO` | `auto` | `auto`, `pairwise` or `linear` |
 //! | `FSHMEM_ALLTOALL_PAIRWISE` | `4K` | `auto` exchanges blocks of at least this many bytes pairwise |
+//! | `FSHMEM_COLL_HIER` | `auto` | barriers, broadcasts and reductions in two levels, within each host then among one leader per host: `auto` (when the team spans hosts and a host holds several of its PEs), `on` or `off` |
 //! | `FSHMEM_WAIT_TIMEOUT`, `FSHMEM_PEER_TIMEOUT`, ... | | the conduits' rows: [`conduits::config`] |
 //!
 //! The collective variables are described with the algorithms in
@@ -193,6 +194,39 @@ impl AlgoName for AlltoallAlgo {
     ];
 }
 
+/// Whether collectives go in two levels, within each host then among one
+/// leader per host (`FSHMEM_COLL_HIER`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HierMode {
+    /// When the team spans several hosts and one of them holds several of
+    /// its PEs.
+    #[default]
+    Auto,
+    /// Always (a team on one host runs the intra-host level only).
+    On,
+    /// Never: the flat algorithms over the whole team.
+    Off,
+}
+
+impl ConfigValue for HierMode {
+    fn parse_value(s: &str) -> std::result::Result<HierMode, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(HierMode::Auto),
+            "on" => Ok(HierMode::On),
+            "off" => Ok(HierMode::Off),
+            _ => Err("auto, on or off".to_string()),
+        }
+    }
+    fn show_value(&self) -> String {
+        match self {
+            HierMode::Auto => "auto",
+            HierMode::On => "on",
+            HierMode::Off => "off",
+        }
+        .to_string()
+    }
+}
+
 gasnet_core::config_table! {
     /// The collective settings: team slots, scratch, and the algorithm
     /// choices of [`crate::coll`].
@@ -228,6 +262,8 @@ gasnet_core::config_table! {
             help "alltoall(s) algorithm: auto, pairwise, linear";
         alltoall_pairwise: usize = "FSHMEM_ALLTOALL_PAIRWISE", default "4K", Size,
             help "auto: pairwise exchange for blocks of at least this many bytes";
+        hier: HierMode = "FSHMEM_COLL_HIER", default "auto", Plain,
+            help "barrier, broadcast, reductions within each host, then among host leaders: auto, on, off";
     }
 }
 

@@ -4,7 +4,7 @@
 //! it.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The configuration a team is created with (`shmem_team_config_t`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,6 +40,9 @@ pub(crate) struct TeamState {
     pub(crate) predefined: bool,
     pub(crate) destroyed: AtomicBool,
     pub(crate) coll: Mutex<CollState>,
+    /// The members grouped by host, found on first use by a collective
+    /// that may run in two levels (`collective::engine::hier`).
+    pub(crate) hier: OnceLock<Arc<Hier>>,
 }
 
 impl TeamState {
@@ -63,6 +66,7 @@ impl TeamState {
                 step: 0,
                 agree_step: 0,
             }),
+            hier: OnceLock::new(),
         }
     }
 
@@ -142,5 +146,67 @@ impl TeamPool {
     #[inline]
     pub(crate) fn slot_base(&self, slot: usize) -> usize {
         self.base + slot * self.slot_len
+    }
+}
+
+/// A team's members grouped by host.
+#[derive(Debug)]
+pub(crate) struct Hier {
+    /// The team ranks of each host's members, in rank order; hosts in
+    /// order of their lowest team rank. The first member leads.
+    pub(crate) hosts: Vec<Vec<usize>>,
+    /// The index in `hosts` of every team rank's host.
+    pub(crate) host_of: Vec<usize>,
+}
+
+impl Hier {
+    /// Groups the members of `t` by `host_of(world rank)`.
+    pub(crate) fn new(t: &TeamState, host_of: impl Fn(usize) -> usize) -> Hier {
+        let mut ids: Vec<usize> = Vec::new();
+        let mut hosts: Vec<Vec<usize>> = Vec::new();
+        let mut host_of_rank = Vec::with_capacity(t.members.len());
+        for (r, &pe) in t.members.iter().enumerate() {
+            let id = host_of(pe);
+            let h = match ids.iter().position(|&x| x == id) {
+                Some(h) => h,
+                None => {
+                    ids.push(id);
+                    hosts.push(Vec::new());
+                    hosts.len() - 1
+                }
+            };
+            hosts[h].push(r);
+            host_of_rank.push(h);
+        }
+        Hier {
+            hosts,
+            host_of: host_of_rank,
+        }
+    }
+
+    /// Whether two levels pay off: several hosts, one with several PEs.
+    pub(crate) fn spans_shared_hosts(&self) -> bool {
+        self.hosts.len() > 1 && self.hosts.iter().any(|h| h.len() > 1)
+    }
+
+    /// The number of hosts.
+    pub(crate) fn host_count(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// The members of team rank `r`'s host.
+    pub(crate) fn host(&self, r: usize) -> &[usize] {
+        &self.hosts[self.host_of[r]]
+    }
+
+    /// The leaders, host by host, with `root` leading its own host.
+    pub(crate) fn leaders(&self, root: Option<usize>) -> Vec<usize> {
+        self.hosts
+            .iter()
+            .map(|h| match root {
+                Some(r) if h.contains(&r) => r,
+                _ => h[0],
+            })
+            .collect()
     }
 }

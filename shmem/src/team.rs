@@ -3,8 +3,9 @@
 //!
 //! - [`Shmem::team_world`] (`SHMEM_TEAM_WORLD`) holds every PE;
 //!   [`Shmem::team_shared`] (`SHMEM_TEAM_SHARED`) the PEs whose memory this
-//!   PE can load and store directly (every PE on `smp`, only itself on
-//!   `ipv6` and `fpga`).
+//!   PE can load and store directly: the PEs of its host (every PE on
+//!   `smp`; on `ipv6` and `ofi`, those with this PE's host key, see
+//!   `oshrun --hosts`; only itself on `fpga`).
 //! - [`Team::split_strided`] and [`Team::split_2d`] make new teams from a
 //!   parent, collectively over the parent; [`Team::destroy`] (or drop)
 //!   releases one, collectively over the team.

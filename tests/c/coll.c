@@ -74,10 +74,11 @@ int main(void) {
         CHECK(w[0] == 0, "team broadcast");
         shmem_team_destroy(even);
     }
-    /* The shared team is the whole job on smp and this PE alone on the
-       conduits without load/store access to peers (ipv6, fpga). */
+    /* The shared team is the PEs of this host: the whole job on smp, this
+       PE alone on fpga and on ipv6 without oshrun --hosts, the host's PEs
+       with it (tests/c/setup.c checks which). */
     int shared_n = shmem_team_n_pes(SHMEM_TEAM_SHARED);
-    CHECK(shared_n == n || shared_n == 1, "shared team size %d", shared_n);
+    CHECK(shared_n >= 1 && shared_n <= n, "shared team size %d", shared_n);
     CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, me, SHMEM_TEAM_SHARED) == shmem_team_my_pe(SHMEM_TEAM_SHARED),
           "shared team");
     CHECK(shmem_team_my_pe(SHMEM_TEAM_INVALID) == -1, "invalid team");

@@ -24,16 +24,35 @@ int main(void) {
     CHECK(shmem_addr_accessible(&sym_static, 0), "static accessible");
     CHECK(!shmem_addr_accessible(&local, 0), "stack not accessible");
     CHECK(shmem_ptr(heap, me) == heap, "ptr to self");
-    long *peer = shmem_ptr(heap, (me + 1) % n);
-    CHECK(peer != NULL, "smp maps every PE");
+    /* shmem_ptr reaches exactly the PEs of this host, the shared team
+     * (every PE on smp; with oshrun --hosts, the host's PEs). */
+    for (int pe = 0; pe < n; pe++) {
+        int mate = shmem_team_translate_pe(SHMEM_TEAM_WORLD, pe, SHMEM_TEAM_SHARED) >= 0;
+        CHECK((shmem_ptr(heap, pe) != NULL) == mate, "shmem_ptr to PE %d, %s the shared team",
+              pe, mate ? "in" : "not in");
+    }
+    /* Each PE names its shared team (the launcher's test checks it
+     * against the hosts it made), by world rank. */
+    {
+        int sn = shmem_team_n_pes(SHMEM_TEAM_SHARED);
+        char list[1024];
+        size_t at = 0;
+        list[0] = 0;
+        for (int i = 0; i < sn && at < sizeof list - 16; i++)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", i ? "," : "",
+                                   shmem_team_translate_pe(SHMEM_TEAM_SHARED, i, SHMEM_TEAM_WORLD));
+        printf("setup: PE %d shares memory with PEs %s\n", me, list);
+    }
+    int right = (me + 1) % n;
+    long *peer = shmem_ptr(heap, right);
     *heap = 100 + me;
     shmem_barrier_all();
-    CHECK(*peer == 100 + (me + 1) % n, "load through shmem_ptr: %ld", *peer);
-    long *speer = shmem_ptr(&sym_static, (me + 1) % n);
-    CHECK(speer != NULL, "static data through shmem_ptr");
+    CHECK(!peer || *peer == 100 + right, "load through shmem_ptr: %ld", peer ? *peer : -1);
+    long *speer = shmem_ptr(&sym_static, right);
+    CHECK((speer != NULL) == (peer != NULL), "static data through shmem_ptr");
     sym_static = 7 + me;
     shmem_barrier_all();
-    CHECK(speer && *speer == 7 + (me + 1) % n, "static peer %ld", speer ? *speer : -1);
+    CHECK(!speer || *speer == 7 + right, "static peer %ld", speer ? *speer : -1);
     CHECK(shmem_ptr(&local, 0) == NULL, "ptr of a stack variable");
     int major = 0, minor = 0;
     shmem_info_get_version(&major, &minor);

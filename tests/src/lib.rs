@@ -299,13 +299,19 @@ pub fn unique_job_id(tag: &str) -> String {
     )
 }
 
-/// Files of job `job_id` present in `/dev/shm` (`fshmem-<job>-*`).
+/// Files of job `job_id` present in `/dev/shm` (`fshmem-<job>-*`, and
+/// `fshmem-<job>.h<host>-*` of the hosts of an `oshrun --hosts` job).
 pub fn shm_files(job_id: &str) -> Vec<PathBuf> {
     let prefix = format!("fshmem-{job_id}-");
+    let hosts = format!("fshmem-{job_id}.h");
     std::fs::read_dir(Path::new("/dev/shm"))
         .map(|d| {
             d.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .filter(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    name.starts_with(&prefix) || name.starts_with(&hosts)
+                })
                 .map(|e| e.path())
                 .collect()
         })

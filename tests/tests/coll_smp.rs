@@ -92,6 +92,13 @@ fn alltoall_algorithms() {
     forced("FSHMEM_ALLTOALL_ALGO", &["pairwise", "linear"], true);
 }
 
+/// The two-level collectives forced on one host run their host level
+/// alone (every PE reports to the leader, which combines and answers).
+#[test]
+fn hierarchy_forced_on_one_host() {
+    forced("FSHMEM_COLL_HIER", &["on"], false);
+}
+
 #[test]
 fn bad_algorithm_name_is_an_error_naming_the_variable() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
@@ -128,6 +135,7 @@ fn shmem_info_lists_the_collective_variables() {
         "FSHMEM_REDUCE_LARGE",
         "FSHMEM_FCOLLECT_ALGO",
         "FSHMEM_ALLTOALL_ALGO",
+        "FSHMEM_COLL_HIER",
         "FSHMEM_TEAMS_MAX",
         "FSHMEM_COLL_SCRATCH",
     ] {

@@ -1,13 +1,13 @@
 //! A PE that crashes — abort, SIGKILL from outside, a Rust panic, exit(3)
-//! without finalize — at 4 PEs on smp, ipv6 and fpga (devsim boards):
-//! oshrun exits non-zero, a message names PE 1, the other PEs stop within
-//! 2 s of the failure, and no shared memory, board file, PE or devsim
-//! process of the job is left. A PE that vanishes with `_exit(0)` (which
-//! oshrun sees as a success) is detected by the others' own liveness
-//! checks on every conduit. `exit(0)` without finalize is a normal ending
-//! (the PE finalizes at exit, as under Sandia OpenSHMEM): while the others
-//! wait for what it never sent, it waits for them, says so, and the wait
-//! timeout ends the job.
+//! without finalize — at 4 PEs on smp, ipv6, fpga (devsim boards) and 2
+//! hosts x 2 PEs (`oshrun --hosts 2`): oshrun exits non-zero, a message
+//! names PE 1, the other PEs stop within 2 s of the failure, and no shared
+//! memory, board file, PE or devsim process of the job is left. A PE that
+//! vanishes with `_exit(0)` (which oshrun sees as a success) is detected by
+//! the others' own liveness checks on every conduit. `exit(0)` without
+//! finalize is a normal ending (the PE finalizes at exit, as under Sandia
+//! OpenSHMEM): while the others wait for what it never sent, it waits for
+//! them, says so, and the wait timeout ends the job.
 
 use fshmem_tests::{
     example, finish, oshrun_cmd, pe_pids, shm_files, spawn, unique_job_id, wait_for,
@@ -26,10 +26,16 @@ fn now_ms() -> u128 {
 }
 
 fn crash(conduit: &str, kind: &str) {
+    crash_with(conduit, &[], kind);
+}
+
+/// [`crash`] with more oshrun options (`--hosts 2`: PE 1 shares its host
+/// with PE 0, PEs 2 and 3 are on the other host).
+fn crash_with(conduit: &str, oshrun_args: &[&str], kind: &str) {
     let id = unique_job_id("cr");
     let prog = example("fault");
     let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", conduit, "--job-id", &id]);
-    cmd.arg(&prog).args(["crash", kind]);
+    cmd.args(oshrun_args).arg(&prog).args(["crash", kind]);
     let mut child = spawn(&mut cmd);
     let mut failed_at = None;
     if kind == "kill" {
@@ -68,7 +74,7 @@ fn crash(conduit: &str, kind: &str) {
     }
     let out = finish(child, Duration::from_secs(30));
     let ended = now_ms();
-    let ctx = format!("{conduit} {kind}: {out:?}");
+    let ctx = format!("{conduit} {oshrun_args:?} {kind}: {out:?}");
     assert_ne!(out.code(), Some(0), "{ctx}");
     let failed_at = failed_at.unwrap_or_else(|| {
         out.stdout
@@ -161,6 +167,16 @@ fn smp_crashes_end_the_job() {
 fn ipv6_crashes_end_the_job() {
     for kind in KINDS {
         crash("ipv6", kind);
+    }
+}
+
+/// A job of 2 hosts x 2 PEs (smp within, ipv6 between, on `[::1]`): a
+/// PE that crashes or is killed on one host ends the whole job, on both
+/// hosts, within the bound, and is named.
+#[test]
+fn crashes_on_one_host_end_a_job_of_two_hosts() {
+    for kind in KINDS {
+        crash_with("ipv6", &["--hosts", "2", "--host-net", "loopback"], kind);
     }
 }
 

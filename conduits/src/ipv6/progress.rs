@@ -67,6 +67,9 @@ pub(crate) struct Core {
     tx: SendBatch,
     failed: bool,
     last_check: Instant,
+    /// Datagrams sent to each PE (`FSHMEM_IPV6_STATS`): with routing, none
+    /// go to a PE of this PE's host.
+    sent_to: Vec<u64>,
 }
 
 impl Core {
@@ -80,6 +83,7 @@ impl Core {
         seed: u64,
     ) -> Core {
         let tx = SendBatch::new(mode, sock.as_raw_fd(), &peers);
+        let sent_to = vec![0; peers.len()];
         Core {
             engine,
             transport,
@@ -93,6 +97,7 @@ impl Core {
             tx,
             failed: false,
             last_check: Instant::now(),
+            sent_to,
         }
     }
 
@@ -133,6 +138,11 @@ impl Core {
     /// The transport's counters.
     pub(crate) fn stats(&self) -> gasnet_core::reliable::Stats {
         self.transport.stats()
+    }
+
+    /// Datagrams sent to each PE, by rank.
+    pub(crate) fn sent_to(&self) -> &[u64] {
+        &self.sent_to
     }
 
     /// One round of progress: datagrams in, packets through the engine,
@@ -183,8 +193,9 @@ impl Core {
         let status = sh.exit_status.load(Ordering::Acquire);
         if status != NO_EXIT {
             let later = now + self.transport.config().ack_delay;
-            let (sock, peers) = (&self.sock, &self.peers);
+            let (sock, peers, sent_to) = (&self.sock, &self.peers, &mut self.sent_to);
             self.transport.transmit(later, &mut |dst, bytes| {
+                sent_to[dst as usize] += 1;
                 let _ = sock.send_to(bytes, peers[dst as usize]);
             });
             // The job ends: this exit is not a PE failure (the runtime's
@@ -249,10 +260,11 @@ impl Core {
             }
             work = true;
         }
-        let (tx, impair) = (&mut self.tx, &mut self.impair);
+        let (tx, impair, sent_to) = (&mut self.tx, &mut self.impair, &mut self.sent_to);
         let mut sent = 0usize;
         self.transport.transmit(now, &mut |dst, bytes| {
             sent += 1;
+            sent_to[dst as usize] += 1;
             match impair {
                 None => tx.push(dst as usize, bytes),
                 Some(imp) => imp.pass(now, dst, bytes, &mut |d, b| tx.push(d as usize, b)),
@@ -327,6 +339,7 @@ pub(crate) fn try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
 /// drives, sleeping in `poll(2)` when there is nothing to do.
 pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef) {
     let sock_fd = lock(&core).sock_fd();
+    let rank = boot.lock().unwrap_or_else(|e| e.into_inner()).rank();
     let mut last_work = Instant::now();
     let mut last_boot_check = Instant::now();
     loop {
@@ -341,7 +354,12 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef) {
         }
         if sh.stop.load(Ordering::Acquire) {
             if sh.print_stats {
-                crate::report!("fshmem ipv6: {:?}", lock(&core).stats());
+                let c = lock(&core);
+                crate::report!(
+                    "fshmem ipv6: PE {rank}: {:?}; datagrams sent to each PE: {:?}",
+                    c.stats(),
+                    c.sent_to()
+                );
             }
             return;
         }

@@ -225,6 +225,34 @@ impl SmpConduit {
         Ok(conduit)
     }
 
+    /// The error of a bootstrap that did not assemble in time: the PEs not
+    /// attached, and what each one's process was doing (a PE records its
+    /// pid once it has mapped the control block).
+    #[cold]
+    fn not_assembled(&self) -> ConduitError {
+        let missing: Vec<usize> = (0..self.size)
+            .filter(|&pe| self.ctl.state(pe).load(Ordering::Acquire) == state::ABSENT)
+            .collect();
+        let doing: Vec<String> = missing
+            .iter()
+            .map(|&pe| match self.ctl.pid(pe).load(Ordering::Relaxed) {
+                0 => format!("PE {pe}: no process has mapped the control block as it"),
+                pid => match crate::liveness::process_activity(pid) {
+                    Some(a) => format!("PE {pe}: pid {pid}, {a}"),
+                    None => format!("PE {pe}: pid {pid}, ended"),
+                },
+            })
+            .collect();
+        ConduitError::Bootstrap(format!(
+            "smp: PE {} of job {} waited {}s for the job to assemble; PEs not attached: \
+             {missing:?} ({})",
+            self.rank,
+            self.job_id,
+            BOOTSTRAP_TIMEOUT.as_secs(),
+            doing.join("; ")
+        ))
+    }
+
     /// The bootstrap barrier, optionally bounded by `deadline`.
     pub(super) fn barrier_until(&self, deadline: Option<Instant>) -> Result<()> {
         self.progress()?;
@@ -242,14 +270,7 @@ impl SmpConduit {
             if backoff.every(LIVENESS_PERIOD) {
                 let mut verdict = self.check_peers();
                 if verdict.is_ok() && deadline.is_some_and(|d| Instant::now() > d) {
-                    let missing: Vec<usize> = (0..self.size)
-                        .filter(|&pe| self.ctl.state(pe).load(Ordering::Acquire) == state::ABSENT)
-                        .collect();
-                    verdict = Err(ConduitError::Bootstrap(format!(
-                        "smp: PE {} waited {}s for the job to assemble; PEs not attached: {missing:?}",
-                        self.rank,
-                        BOOTSTRAP_TIMEOUT.as_secs()
-                    )));
+                    verdict = Err(self.not_assembled());
                 }
                 if let Err(e) = verdict {
                     if gen_word.load(Ordering::Acquire) != generation {

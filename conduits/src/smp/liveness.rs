@@ -50,7 +50,15 @@ impl SmpConduit {
             state::FINALIZED if need_alive => {
                 return fail("it left the job (finalized) while still needed".to_string());
             }
-            state::FINALIZED | state::ABSENT => return Ok(()),
+            state::FINALIZED => return Ok(()),
+            state::ABSENT => {
+                // Its pid is recorded once it mapped the control block: a
+                // process that ended before attaching never will.
+                if pid != 0 && !process_alive(pid) {
+                    return fail(format!("its process {pid} ended before it attached"));
+                }
+                return Ok(());
+            }
             _ => {}
         }
         if pid != 0 && !process_alive(pid) {

@@ -168,6 +168,19 @@ impl SmpConduit {
         &self.job_id
     }
 
+    /// Sets the global-exit word to `status` unless a PE set it first,
+    /// without leaving: every PE of the job exits with the word's status
+    /// the next time it enters the conduit (a routed job then ends the
+    /// other hosts through its off-node conduit).
+    pub fn post_global_exit(&self, status: i32) {
+        crate::wait::note_job_exit();
+        let word = (1u64 << 32) | status as u32 as u64;
+        let _ =
+            self.ctl
+                .global_exit()
+                .compare_exchange(0, word, Ordering::AcqRel, Ordering::Relaxed);
+    }
+
     /// Cheap progress on every call: exits if the job was ended and serves
     /// messages if any are waiting.
     #[inline]
@@ -220,6 +233,11 @@ impl Segments for SmpConduit {
     #[inline]
     fn peer_segment(&self, pe: usize) -> Option<*mut u8> {
         self.segs.get(pe).copied()
+    }
+
+    /// Every PE of an smp job shares this host.
+    fn host_of(&self, _pe: usize) -> usize {
+        0
     }
 
     /// The PE's `/dev/shm` segment file (unlinked, still open), mapped from
@@ -403,12 +421,7 @@ impl Lifecycle for SmpConduit {
     }
 
     fn global_exit(&self, status: i32) -> ! {
-        crate::wait::note_job_exit();
-        let word = (1u64 << 32) | status as u32 as u64;
-        let _ =
-            self.ctl
-                .global_exit()
-                .compare_exchange(0, word, Ordering::AcqRel, Ordering::Relaxed);
+        self.post_global_exit(status);
         // Whoever set the word first decides the status of the whole job.
         self.check_global_exit();
         crate::wait::exit_job(status)

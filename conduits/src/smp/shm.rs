@@ -29,10 +29,11 @@ pub fn job_file(job_id: &str, what: &str) -> PathBuf {
 }
 
 /// Every file of job `job_id` present in [`SHM_DIR`]: names
-/// `fshmem-<job>-ctl` and `fshmem-<job>-<rank>` only, so that job `a` never
-/// matches the files of job `a-1`.
+/// `fshmem-<job>-ctl` and `fshmem-<job>-<rank>`, and those of the job's
+/// hosts when its PEs span several (`fshmem-<job>.h<host>-ctl`, ...,
+/// see [`crate::route`]) only, so that job `a` never matches the files of
+/// job `a-1` (a job id has no `.`).
 pub fn job_files(job_id: &str) -> Vec<PathBuf> {
-    let prefix = job_prefix(job_id);
     let Ok(dir) = std::fs::read_dir(SHM_DIR) else {
         return Vec::new();
     };
@@ -40,19 +41,32 @@ pub fn job_files(job_id: &str) -> Vec<PathBuf> {
         .filter_map(|e| e.ok())
         .filter(|e| {
             let name = e.file_name();
-            let Some(name) = name.to_str() else {
-                return false;
-            };
-            match name.strip_prefix(&prefix) {
-                Some("ctl") => true,
-                Some(rest) => !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()),
-                None => false,
-            }
+            name.to_str().is_some_and(|n| is_job_file(n, job_id))
         })
         .map(|e| e.path())
         .collect();
     found.sort();
     found
+}
+
+/// Whether `name` (in [`SHM_DIR`]) is a file of job `job_id`.
+fn is_job_file(name: &str, job_id: &str) -> bool {
+    let Some(rest) = name
+        .strip_prefix("fshmem-")
+        .and_then(|r| r.strip_prefix(job_id))
+    else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let rest = match rest.strip_prefix(".h").and_then(|r| r.split_once('-')) {
+        Some((host, r)) if digits(host) => r,
+        Some(_) => return false,
+        None => match rest.strip_prefix('-') {
+            Some(r) => r,
+            None => return false,
+        },
+    };
+    rest == "ctl" || digits(rest)
 }
 
 /// Removes every file of job `job_id` ([`job_files`]); returns how many were
@@ -204,5 +218,34 @@ impl Region {
     #[inline]
     pub(crate) fn ptr(&self) -> *mut u8 {
         self.map.ptr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_job_file;
+
+    #[test]
+    fn job_files_are_the_jobs_and_its_hosts_only() {
+        for n in [
+            "fshmem-a-ctl",
+            "fshmem-a-3",
+            "fshmem-a.h0-ctl",
+            "fshmem-a.h12-7",
+        ] {
+            assert!(is_job_file(n, "a"), "{n}");
+        }
+        for n in [
+            "fshmem-a-1-ctl",
+            "fshmem-a-1-3",
+            "fshmem-ab-3",
+            "fshmem-a-",
+            "fshmem-a.h-ctl",
+            "fshmem-a.hx-3",
+            "fshmem-a.h1-board0",
+            "other-a-3",
+        ] {
+            assert!(!is_job_file(n, "a"), "{n}");
+        }
     }
 }

@@ -325,3 +325,42 @@ fn job_files_match_only_this_job() {
     assert_eq!(remove_job_files(&id), 2);
     assert_eq!(remove_job_files(&other), 2);
 }
+
+#[test]
+fn a_pe_whose_process_ended_before_it_attached_is_named_at_once() {
+    let id = unique_id("d");
+    // A pid that no process has any more: a child that has been reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id() as u64;
+    child.wait().unwrap();
+    let started = Instant::now();
+    let r = std::thread::scope(|s| {
+        let pe0 = s.spawn(|| SmpConduit::attach_len(&job(0, 2, &id), 4096).map(|_| ()));
+        // PE 1 maps the control block and records its pid, as a process
+        // does before it attaches, and then its process is gone.
+        let layout = Layout::new(2);
+        let region = join::open_published_ctl(
+            &job_file(&id, "ctl"),
+            layout,
+            Instant::now() + BOOTSTRAP_TIMEOUT,
+        )
+        .unwrap();
+        // SAFETY: the mapping is page aligned, `layout.total` long, and
+        // outlives the view (both end with this closure).
+        let c = unsafe { Ctl::at(region.ptr(), layout) };
+        c.pid(1).store(dead, Ordering::Relaxed);
+        pe0.join().unwrap()
+    });
+    match r {
+        Err(ConduitError::PeerFailed { pe: 1, reason }) => {
+            assert!(reason.contains("ended before it attached"), "{reason}");
+        }
+        other => panic!("expected PE 1 to be reported, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < BOOTSTRAP_TIMEOUT / 2,
+        "found only after {:?}",
+        started.elapsed()
+    );
+    remove_job_files(&id);
+}

@@ -1,13 +1,18 @@
-//! An OSU-style micro-benchmark of fshmem between PE 0 and PE 1: put and get
-//! latency and bandwidth from 8 B to 4 MiB, the ping-pong half round trip,
-//! atomic latency and rate, and `barrier_all` latency.
+//! An OSU-style micro-benchmark of fshmem between PE 0 and PE 1 (or the PE
+//! `--peer` names): put and get latency and bandwidth from 8 B to 4 MiB,
+//! the ping-pong half round trip, atomic latency and rate, and
+//! `barrier_all` latency.
 //!
 //! ```sh
 //! cargo build --release --workspace
 //! target/release/oshrun -n 2 target/release/osu
 //! target/release/oshrun -n 2 target/release/osu --iters 20000 --max-size 4M \
 //!     --csv osu.csv --svg osu.svg --only put,get,put_bw,get_bw
+//! # 2 hosts x 2 PEs: PE 0 with PE 1 (its host) and with PE 2 (the other)
+//! target/release/oshrun -n 4 --hosts 2 target/release/osu --peer 2
 //! ```
+//!
+//! Below, "PE 1" is the peer.
 //!
 //! Every measurement runs one warm-up batch, then [`BATCHES`] timed batches
 //! of the same number of iterations; the value reported is the median over
@@ -30,7 +35,8 @@
 //!
 //! PE 0 prints the table; `--csv` writes the same rows as
 //! `test,size_bytes,value,unit`, and `--svg` a plot of put and get bandwidth
-//! against size. PEs beyond 1 only take part in the barriers.
+//! against size. PEs other than PE 0 and the peer only take part in the
+//! barriers.
 
 use shmem::{Cmp, Shmem, ShmemError, SignalOp, SymVec};
 use std::cell::{Cell, RefCell};
@@ -50,14 +56,15 @@ pub const SCALE_FROM: usize = 64 << 10;
 pub const MIN_SIZE: usize = 8;
 
 const USAGE: &str = "usage: oshrun -n 2 osu [--iters N] [--max-size SIZE] [--csv FILE] [--svg FILE]
-                     [--only TESTS]
+                     [--only TESTS] [--peer PE]
   --iters N        iterations per size for small sizes (default 20000); larger
                    sizes scale down so that each moves about as many bytes
   --max-size SIZE  largest message, a power of two >= 8: 4194304, 4M, 64K (default 4M)
   --csv FILE       also write the results as CSV: test,size_bytes,value,unit
   --svg FILE       also write a plot of put/get bandwidth against size
   --only TESTS     comma-separated subset of: put,get,put_bw,get_bw,bw,pingpong,
-                   atomic,rate,barrier (default: all)";
+                   atomic,rate,barrier (default: all)
+  --peer PE        the PE that PE 0 measures against (default 1)";
 
 /// One group of measurements that `--only` selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +114,7 @@ struct Opts {
     csv: Option<PathBuf>,
     svg: Option<PathBuf>,
     tests: Vec<Test>,
+    peer: usize,
 }
 
 /// Parses `4194304`, `4M`, `4MiB`, `64K`, `64k`, `1G`.
@@ -132,6 +140,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
         csv: None,
         svg: None,
         tests: Test::ALL.to_vec(),
+        peer: 1,
     };
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
@@ -164,6 +173,14 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
                     .ok_or_else(|| {
                         format!("--max-size {v}: expected a power of two >= 8 (e.g. 4M)")
                     })?;
+            }
+            "--peer" => {
+                let v = value()?;
+                o.peer = v
+                    .parse()
+                    .ok()
+                    .filter(|&p| p >= 1)
+                    .ok_or_else(|| format!("--peer {v}: expected a PE number >= 1"))?;
             }
             "--csv" => o.csv = Some(value()?.into()),
             "--svg" => o.svg = Some(value()?.into()),
@@ -245,6 +262,8 @@ impl PageBuf {
 struct Bench<'s> {
     sh: &'s Shmem,
     me: usize,
+    /// The PE measured against (`--peer`, default 1).
+    peer: usize,
     opts: &'s Opts,
     /// Symmetric message buffer of `max_size` bytes.
     buf: SymVec<'s, u8>,
@@ -321,7 +340,7 @@ impl<'s> Bench<'s> {
     fn time_pair(&self, per: u64, mut op: impl FnMut(u64) -> Res<()>) -> Res<f64> {
         self.sh.barrier_all()?;
         let mut means = Vec::with_capacity(BATCHES as usize);
-        if self.me <= 1 {
+        if self.me == 0 || self.me == self.peer {
             let mut i = 0u64;
             for b in 0..=BATCHES {
                 let t0 = Instant::now();
@@ -343,7 +362,7 @@ impl<'s> Bench<'s> {
         for size in self.sizes() {
             let (buf, src, sh) = (&self.buf, &self.src.as_slice()[..size], self.sh);
             let ns = self.time_pe0(self.per_batch(size), |_| {
-                buf.put(0, src, 1)?;
+                buf.put(0, src, self.peer)?;
                 sh.quiet()
             })?;
             self.record("put_lat", size, ns / 1e3, "us");
@@ -364,7 +383,7 @@ impl<'s> Bench<'s> {
                     for b in 0..=BATCHES {
                         let t0 = Instant::now();
                         for _ in 0..per {
-                            buf.get(0, dst, 1)?;
+                            buf.get(0, dst, self.peer)?;
                         }
                         if b > 0 {
                             means.push(t0.elapsed().as_nanos() as f64 / per as f64);
@@ -383,10 +402,11 @@ impl<'s> Bench<'s> {
         for size in self.sizes() {
             let per = (self.per_batch(size) / WINDOW as u64).max(2);
             let (buf, src, sh) = (&self.buf, &self.src.as_slice()[..size], self.sh);
+            let peer = self.peer;
             let ns = self.time_pe0(per, |_| {
                 sh.nbi(|s| {
                     for _ in 0..WINDOW {
-                        s.put(buf, 0, src, 1)?;
+                        s.put(buf, 0, src, peer)?;
                     }
                     Ok(())
                 })
@@ -401,7 +421,7 @@ impl<'s> Bench<'s> {
         for size in self.sizes() {
             let window = (GET_WINDOW_BYTES / size).clamp(1, WINDOW);
             let per = (self.per_batch(size) / window as u64).max(2);
-            let (buf, me, sh) = (&self.buf, self.me, self.sh);
+            let (buf, me, sh, peer) = (&self.buf, self.me, self.sh, self.peer);
             let mut dst = self.dst.borrow_mut();
             let dst = &mut dst.as_mut_slice()[..size * window];
             sh.barrier_all()?;
@@ -412,7 +432,7 @@ impl<'s> Bench<'s> {
                     for _ in 0..per {
                         sh.nbi(|s| {
                             for chunk in dst.chunks_exact_mut(size) {
-                                s.get(buf, 0, chunk, 1)?;
+                                s.get(buf, 0, chunk, peer)?;
                             }
                             Ok::<(), ShmemError>(())
                         })?;
@@ -440,7 +460,7 @@ impl<'s> Bench<'s> {
                 self.me,
             );
             let seq = &self.seq;
-            let peer = 1 - me.min(1);
+            let peer = if me == 0 { self.peer } else { 0 };
             let ns = self.time_pair(self.per_batch(size), |_| {
                 let v = seq.get() + 1;
                 seq.set(v);
@@ -461,31 +481,31 @@ impl<'s> Bench<'s> {
     fn atomics(&self) -> Res<()> {
         let per = self.per_batch(8);
         let w = &self.words;
-        let ns = self.time_pe0(per, |_| w.atomic_fetch_add(AMO, 1, 1).map(drop))?;
+        let ns = self.time_pe0(per, |_| w.atomic_fetch_add(AMO, 1, self.peer).map(drop))?;
         self.record("fetch_add", 8, ns / 1e3, "us");
         let mut expect = 0u64;
         self.sh.barrier_all()?;
         if self.me == 0 {
-            expect = w.atomic_fetch(AMO, 1)?;
+            expect = w.atomic_fetch(AMO, self.peer)?;
         }
         let ns = self.time_pe0(per, |_| {
-            let old = w.atomic_compare_swap(AMO, expect, expect + 1, 1)?;
+            let old = w.atomic_compare_swap(AMO, expect, expect + 1, self.peer)?;
             expect = old + 1;
             Ok(())
         })?;
         self.record("compare_swap", 8, ns / 1e3, "us");
-        let ns = self.time_pe0(per, |_| w.atomic_fetch(AMO, 1).map(drop))?;
+        let ns = self.time_pe0(per, |_| w.atomic_fetch(AMO, self.peer).map(drop))?;
         self.record("fetch", 8, ns / 1e3, "us");
-        let ns = self.time_pe0(per, |_| w.atomic_add(AMO, 1, 1))?;
+        let ns = self.time_pe0(per, |_| w.atomic_add(AMO, 1, self.peer))?;
         self.record("add", 8, ns / 1e3, "us");
 
         // Turns on one word of PE 1: PE 0 adds when it is even, PE 1 when odd.
-        let me = self.me;
+        let (me, p) = (self.me, self.peer);
         let ns = self.time_pair(per, |i| {
             if me == 0 {
                 // Spin, yielding now and then for jobs with more PEs than cores.
                 let mut spins = 0u32;
-                while w.atomic_fetch(BOUNCE, 1)? != 2 * i {
+                while w.atomic_fetch(BOUNCE, p)? != 2 * i {
                     spins += 1;
                     if spins % 1024 == 0 {
                         std::thread::yield_now();
@@ -493,10 +513,10 @@ impl<'s> Bench<'s> {
                         std::hint::spin_loop();
                     }
                 }
-                w.atomic_fetch_add(BOUNCE, 1, 1)?;
+                w.atomic_fetch_add(BOUNCE, 1, p)?;
             } else {
                 w.wait_until(BOUNCE, Cmp::Eq, 2 * i + 1)?;
-                w.atomic_fetch_add(BOUNCE, 1, 1)?;
+                w.atomic_fetch_add(BOUNCE, 1, p)?;
             }
             Ok(())
         })?;
@@ -510,7 +530,7 @@ impl<'s> Bench<'s> {
         // Time the adds and one quiet per batch: spread over the batch.
         let mut left = 0u64;
         let ns = self.time_pe0(per, |_| {
-            w.atomic_add(AMO, 1, 1)?;
+            w.atomic_add(AMO, 1, self.peer)?;
             left += 1;
             if left == per {
                 left = 0;
@@ -564,8 +584,8 @@ fn table(rows: &[Row], n_pes: usize, opts: &Opts) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# fshmem osu: PE 0 <-> PE 1 of {n_pes}, --iters {}, median over {BATCHES} batches of batch means",
-        opts.iters
+        "# fshmem osu: PE 0 <-> PE {} of {n_pes}, --iters {}, median over {BATCHES} batches of batch means",
+        opts.peer, opts.iters
     );
     let _ = writeln!(s, "{:<18} {:>9} {:>14}  unit", "test", "size", "value");
     let mut last = "";
@@ -757,6 +777,9 @@ fn run(sh: &Shmem, opts: &Opts) -> Result<(), Box<dyn std::error::Error>> {
     if n < 2 {
         return Err("osu needs at least 2 PEs (oshrun -n 2 osu)".into());
     }
+    if opts.peer >= n {
+        return Err(format!("--peer {}: the job has {n} PEs", opts.peer).into());
+    }
     // The get-bandwidth window needs `window * size` bytes (see get_bw).
     let get_room = opts
         .max_size
@@ -764,6 +787,7 @@ fn run(sh: &Shmem, opts: &Opts) -> Result<(), Box<dyn std::error::Error>> {
     let b = Bench {
         sh,
         me,
+        peer: opts.peer,
         opts,
         buf: sh.align::<u8>(4096, opts.max_size)?,
         words: sh.align::<u64>(128, 48)?,
@@ -792,7 +816,7 @@ fn run(sh: &Shmem, opts: &Opts) -> Result<(), Box<dyn std::error::Error>> {
             std::fs::write(p, csv(&rows)).map_err(|e| format!("{}: {e}", p.display()))?;
         }
         if let Some(p) = &opts.svg {
-            let title = format!("fshmem put/get bandwidth, PE 0 - PE 1 of {n} (smp)");
+            let title = format!("fshmem put/get bandwidth, PE 0 - PE {} of {n}", opts.peer);
             std::fs::write(p, svg(&rows, &title)).map_err(|e| format!("{}: {e}", p.display()))?;
         }
     }

@@ -10,9 +10,13 @@
 //! so oshrun's message names the PE that failed first even when another
 //! ended before it.
 //!
-//! With `--conduit ipv6` oshrun also runs the job's rendezvous bootstrap
-//! server on `[::1]` (an ephemeral port) and passes its address to every PE
-//! in `FSHMEM_BOOTSTRAP`; the PEs then talk UDP over IPv6 loopback.
+//! With `--conduit ipv6` (or `ofi`) oshrun also runs the job's rendezvous
+//! bootstrap server on `[::1]` (an ephemeral port) and passes its address
+//! to every PE in `FSHMEM_BOOTSTRAP`; the PEs then talk UDP over IPv6
+//! loopback, each PE a host of its own (`FSHMEM_HOST_KEY`). `--hosts H`
+//! models H hosts instead: the PEs of a host share memory, the hosts talk
+//! over the network conduit, each in a network namespace of its own when
+//! oshrun may create them (see the `hosts` module).
 //!
 //! Signals are handled without handlers: oshrun blocks SIGINT, SIGTERM,
 //! SIGHUP and SIGCHLD before starting anything and collects them with
@@ -20,10 +24,14 @@
 //! children get an empty signal mask, and `PR_SET_PDEATHSIG(SIGKILL)` so
 //! that a job never outlives a killed oshrun.
 
+#[path = "oshrun/hosts.rs"]
+mod hosts;
+
 use clap::{Parser, ValueEnum};
 use conduits::ConduitKind;
 use conduits::bootstrap::rendezvous::Server;
 use conduits::smp::remove_job_files;
+use hosts::HostNet;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -45,7 +53,10 @@ Environment set for every PE:
                    /dev/shm/fshmem-<job>-*)
   FSHMEM_CONDUIT   the conduit (smp, ipv6, fpga or ofi)
   FSHMEM_BOOTSTRAP with --conduit ipv6 or ofi: the [::1]:port of the rendezvous
-                   server oshrun runs for the job
+                   server oshrun runs for the job ([fd00:f5::ffff]:port, the
+                   hub, with --hosts in network namespaces)
+  FSHMEM_HOST_KEY  with --conduit ipv6 or ofi: the PE's host, <job>.h<k>
+                   (every PE its own host unless --hosts groups them)
   FSHMEM_FPGA_DEVICE  fpga: the PE's devsim board directory
                    (/dev/shm/fshmem-<job>-board<rank>/, removed at the end)
   FSHMEM_LAUNCHER_FD  a pipe on which a PE that leaves because another PE
@@ -71,7 +82,8 @@ others; 130 (143 for SIGTERM, 129 for SIGHUP) when oshrun is interrupted;
 Examples:
   oshrun -n 4 ./matmul
   oshrun -np 8 --prefix ./hello --verbose
-  oshrun -n 4 --conduit ipv6 ./matmul";
+  oshrun -n 4 --conduit ipv6 ./matmul
+  oshrun -n 6 --hosts 2 ./matmul      # 2 hosts of 3 PEs: smp within, ipv6 between";
 
 /// How PEs are pinned to CPUs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -105,6 +117,20 @@ struct Cli {
     /// the provider) (default: FSHMEM_CONDUIT, else smp).
     #[arg(long, value_name = "CONDUIT", value_parser = parse_conduit)]
     conduit: Option<ConduitKind>,
+
+    /// Model H hosts on this machine (network conduits: ipv6, the default
+    /// with --hosts, or ofi): PEs are placed on hosts in blocks, share
+    /// memory within a host and use the network conduit between hosts
+    /// (default: every PE a host of its own).
+    #[arg(long, value_name = "H", value_parser = clap::value_parser!(u32).range(1..=MAX_PES as i64))]
+    hosts: Option<u32>,
+
+    /// How the hosts of --hosts are networked: netns (a network namespace
+    /// per host, joined by a bridge; needs CAP_SYS_ADMIN and iproute2),
+    /// loopback (every host on [::1]), or auto (netns when oshrun may
+    /// create namespaces).
+    #[arg(long, value_enum, value_name = "NET", default_value_t = HostNet::Auto)]
+    host_net: HostNet,
 
     /// Prefix every line a PE prints (stdout and stderr) with `[pe N] `.
     /// Without it, PEs write straight to oshrun's stdout and stderr.
@@ -176,7 +202,10 @@ fn preprocess(args: Vec<OsString>) -> Vec<OsString> {
         } else if let Some(v) = s.strip_prefix("-np=") {
             out.push(format!("--np={v}").into());
         } else {
-            expect_value = matches!(&*s, "-n" | "--np" | "--conduit" | "--bind" | "--job-id");
+            expect_value = matches!(
+                &*s,
+                "-n" | "--np" | "--conduit" | "--bind" | "--job-id" | "--hosts" | "--host-net"
+            );
             out.push(a);
         }
     }
@@ -215,10 +244,14 @@ fn run(cli: Cli) -> Result<u8, String> {
     let settings = conduits::Settings::from_lookup(env).map_err(|e| e.to_string())?;
     let conduit = match cli.conduit {
         Some(k) => k,
-        None => conduits::config::JobVars::from_lookup(env)
+        None => match conduits::config::JobVars::from_lookup(env)
             .map_err(|e| e.to_string())?
             .conduit
-            .unwrap_or_default(),
+        {
+            Some(k) => k,
+            None if cli.hosts.is_some() => ConduitKind::Ipv6,
+            None => ConduitKind::default(),
+        },
     };
     if !conduit.is_built() {
         return Err(format!(
@@ -230,6 +263,38 @@ fn run(cli: Cli) -> Result<u8, String> {
     // Before anything of the job exists: a second job with this id would
     // share (and at its end remove) this one's memory and boards.
     let _claim = conduits::job_lock::JobLock::claim(&job_id)?;
+    // Hosts: a network conduit gives every PE a host key (every PE its own
+    // host unless --hosts groups them); others run on one host.
+    let nhosts = match (cli.hosts, conduit.routes()) {
+        (Some(h), _) if h as usize > n => {
+            return Err(format!("--hosts {h}: more hosts than the {n} PEs"));
+        }
+        (Some(h), false) if h > 1 => {
+            return Err(format!(
+                "--hosts {h} needs a network conduit between the hosts (--conduit ipv6 or ofi), \
+                 not {conduit}"
+            ));
+        }
+        (Some(h), true) => Some(h as usize),
+        (None, true) => Some(n),
+        (_, false) => None,
+    };
+    let fabric = match (cli.hosts, nhosts) {
+        (Some(_), Some(h)) => match cli.host_net {
+            HostNet::Loopback => None,
+            HostNet::Netns => Some(hosts::Fabric::build(h)?),
+            HostNet::Auto => match hosts::Fabric::build(h) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    if std::env::var_os("SHMEM_DEBUG").is_some() {
+                        conduits::report!("oshrun: {e}; the {h} hosts share [::1]");
+                    }
+                    None
+                }
+            },
+        },
+        _ => None,
+    };
     let (program, args) = cli.command.split_first().expect("clap requires PROGRAM");
     // fpga: one devsim board per PE, stopped and removed when `boards` drops.
     let boards = match conduit {
@@ -247,11 +312,18 @@ fn run(cli: Cli) -> Result<u8, String> {
     signals.block();
     // The ipv6 job's rendezvous server; it ends by itself once every PE
     // left (or one failed), and with oshrun in any case.
-    let rendezvous = match conduit {
-        ConduitKind::Ipv6 | ConduitKind::Ofi => {
+    let rendezvous = match (conduit, &fabric) {
+        (ConduitKind::Ipv6 | ConduitKind::Ofi, None) => {
             let any: std::net::SocketAddr = "[::1]:0".parse().expect("literal address");
             let server = Server::start(any, n, BOOTSTRAP_TIMEOUT)
                 .map_err(|e| format!("cannot start the ipv6 bootstrap server on [::1]: {e}"))?;
+            Some(server)
+        }
+        (ConduitKind::Ipv6 | ConduitKind::Ofi, Some(f)) => {
+            let hub = std::net::SocketAddr::from((hosts::HUB, 0));
+            let server = f
+                .in_hub(|| Server::start(hub, n, BOOTSTRAP_TIMEOUT))?
+                .map_err(|e| format!("cannot start the bootstrap server on [{hub}]: {e}"))?;
             Some(server)
         }
         _ => None,
@@ -280,17 +352,27 @@ fn run(cli: Cli) -> Result<u8, String> {
         if let Some(server) = &rendezvous {
             cmd.env("FSHMEM_BOOTSTRAP", server.addr().to_string());
         }
+        let host = nhosts.map(|h| hosts::host_of(rank, n, h));
+        if let Some(k) = host {
+            cmd.env("FSHMEM_HOST_KEY", hosts::key(&job_id, k));
+        }
+        let netns = fabric.as_ref().zip(host).map(|(f, k)| f.host_ns(k));
         if cli.prefix {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
         let cpu = (!cpus.is_empty()).then(|| cpus[rank % cpus.len()]);
         // SAFETY: the closure runs in the child between fork and exec and
         // only makes async-signal-safe system calls (prctl, getppid, kill,
-        // pthread_sigmask, sched_setaffinity, fcntl) on values prepared before the
-        // fork; it allocates nothing and takes no locks.
+        // pthread_sigmask, sched_setaffinity, fcntl, setns) on values
+        // prepared before the fork; it allocates nothing and takes no locks.
         unsafe {
             cmd.pre_exec(move || {
                 child_setup(parent, cpu, cause_fd);
+                if let Some(ns) = netns {
+                    if libc::setns(ns, libc::CLONE_NEWNET) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
@@ -394,6 +476,7 @@ fn run(cli: Cli) -> Result<u8, String> {
         let _ = r.join();
     }
     drop(boards);
+    drop(fabric);
     let removed = remove_job_files(&job_id);
     if removed > 0 && std::env::var_os("SHMEM_DEBUG").is_some() {
         conduits::report!("oshrun: removed {removed} shared-memory files of job {job_id}");

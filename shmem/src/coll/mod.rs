@@ -33,6 +33,7 @@
 //! | fcollect, collect | `recursive_doubling` (log2 n rounds, power-of-two n; others fall back to Bruck), `bruck` (ceil(log2 n) rounds, any n), `ring` (n-1 steps, neighbour traffic only) | ring from 16 KiB of result; below, recursive doubling for power-of-two n, Bruck otherwise | `FSHMEM_FCOLLECT_ALGO` (`FSHMEM_FCOLLECT_LARGE`) |
 //! | alltoall, alltoalls | `pairwise` (step s sends to me+s and waits for me-s: paced, no hot spot), `linear` (all sends in shifted order, then all waits: overlapped) | pairwise for blocks from 4 KiB | `FSHMEM_ALLTOALL_ALGO` (`FSHMEM_ALLTOALL_PAIRWISE`) |
 //! | inscan, exscan | recursive doubling (Hillis-Steele), then a sync | — | — |
+//! | sync, barrier, broadcast, reductions on a team spanning hosts | two levels: within each host through shared memory, then the algorithms above among one leader per host, then within each host again (see the engine's `hier` notes) | two levels when the team spans several hosts and one of them holds several of its PEs (`oshrun --hosts`) | `FSHMEM_COLL_HIER` (`auto`, `on`, `off`) |
 //!
 //! Non-power-of-two teams fold for recursive doubling and Rabenseifner: the
 //! first `2 (n - 2^k)` PEs pair up, one of each pair hands its vector to

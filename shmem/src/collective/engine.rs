@@ -25,7 +25,17 @@
 //!
 //! The algorithms live in `engine/movement.rs` (broadcast, collects,
 //! alltoall) and `engine/reduce.rs` (reductions and scans).
+//!
+//! # Hosts
+//!
+//! On a team whose PEs span hosts, barriers, broadcasts and reductions run
+//! in two levels (`engine/hier.rs`): within each host through shared
+//! memory, and among one leader per host through the network, running the
+//! algorithms of this module on the leaders alone (a *view* of the team:
+//! `n()`, `me()` and the ranks that `send` and `wait` take are the
+//! view's).
 
+mod hier;
 mod movement;
 mod reduce;
 
@@ -95,6 +105,18 @@ pub(crate) fn choose_reduce(c: &CollConfig, n: usize, nbytes: usize) -> ReduceAl
     }
 }
 
+/// Elements of `es` bytes per chunk of a reduction by `algo` on `n` PEs
+/// with scratch areas of `sl` bytes.
+pub(crate) fn reduce_chunk(algo: ReduceAlgo, n: usize, sl: usize, es: usize) -> usize {
+    let p2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
+    let chunk = match algo {
+        ReduceAlgo::RecursiveDoubling => sl / (p2.trailing_zeros() as usize + 1) / es,
+        ReduceAlgo::Rabenseifner => sl / 2 / es,
+        ReduceAlgo::Ring => sl / es / n * n,
+    };
+    chunk.max(1)
+}
+
 /// Radix of the tree barrier.
 pub const TREE_RADIX: usize = 4;
 
@@ -106,6 +128,9 @@ pub(crate) struct Coll<'a> {
     st: MutexGuard<'a, CollState>,
     call: &'static str,
     base: usize,
+    /// While the algorithms run on a subset of the team (the hosts'
+    /// leaders): its team ranks, and this PE's index among them.
+    view: Option<(Vec<usize>, usize)>,
 }
 
 impl<'a> Coll<'a> {
@@ -151,17 +176,26 @@ impl<'a> Coll<'a> {
             st: t.coll.lock().unwrap_or_else(|p| p.into_inner()),
             call,
             base: rt.pool.slot_base(t.slot),
+            view: None,
         }
     }
 
+    /// The number of PEs the algorithms run on: the team's, or the view's.
     #[inline]
     pub(crate) fn n(&self) -> usize {
-        self.t.size()
+        self.view.as_ref().map_or(self.t.size(), |v| v.0.len())
     }
 
+    /// This PE's rank among them.
     #[inline]
     pub(crate) fn me(&self) -> usize {
-        self.t.me
+        self.view.as_ref().map_or(self.t.me, |v| v.1)
+    }
+
+    /// The team rank of rank `r` of the algorithms (of the view, if any).
+    #[inline]
+    fn tr(&self, r: usize) -> usize {
+        self.view.as_ref().map_or(r, |v| v.0[r])
     }
 
     #[cold]
@@ -179,17 +213,18 @@ impl<'a> Coll<'a> {
         self.base + aux_offset(&self.rt.pool) + 8 * i
     }
 
-    /// Puts `data` at `off` on team PE `to` and counts one message there.
+    /// Puts `data` at `off` on PE `to` (of the algorithms' ranks) and
+    /// counts one message there.
     #[inline]
     fn send(&self, to: usize, off: usize, data: &[u8]) -> Result<()> {
         self.rt
             .conduit
             .put_signal(
                 CtxId::DEFAULT,
-                self.t.members[to],
+                self.t.members[self.tr(to)],
                 off,
                 data,
-                self.counter(self.me()),
+                self.counter(self.t.me),
                 SignalOp::Add,
                 1,
             )
@@ -209,8 +244,8 @@ impl<'a> Coll<'a> {
             .conduit
             .atomic(
                 CtxId::DEFAULT,
-                self.t.members[to],
-                self.counter(self.me()),
+                self.t.members[self.tr(to)],
+                self.counter(self.t.me),
                 AmoOp::Add,
                 AmoWidth::W64,
                 1,
@@ -220,9 +255,11 @@ impl<'a> Coll<'a> {
             .map_err(|e| self.err(e))
     }
 
-    /// Waits for the next `k` messages from team PE `from`.
+    /// Waits for the next `k` messages from PE `from` (of the algorithms'
+    /// ranks).
     #[inline]
     fn wait_n(&mut self, from: usize, k: u64) -> Result<()> {
+        let from = self.tr(from);
         let want = {
             let e = &mut self.st.expected[from];
             *e += k;
@@ -324,6 +361,9 @@ impl<'a> Coll<'a> {
         if n == 1 {
             return Ok(());
         }
+        if let Some(h) = self.hier() {
+            return self.hier_sync(&h);
+        }
         match self.barrier_algo() {
             BarrierAlgo::Dissemination => {
                 let mut d = 1;
@@ -377,6 +417,10 @@ impl<'a> Coll<'a> {
         self.st.agree_step += 1;
         let at = 8 + parity * SUMMARY_LEN;
         let mut sum = Summary::own(me, &args);
+        if let Some(h) = self.hier() {
+            sum = self.hier_agree(&h, at, sum)?;
+            return self.agreed(sum, args);
+        }
         match self.barrier_algo() {
             BarrierAlgo::Dissemination => {
                 let mut d = 1;
@@ -402,6 +446,13 @@ impl<'a> Coll<'a> {
                 }
             }
         }
+        self.agreed(sum, args)
+    }
+
+    /// The end of [`Coll::sync_agree`], once this PE has the team's
+    /// summary `sum`.
+    fn agreed(&mut self, sum: Summary, args: Args) -> Result<()> {
+        let me = self.me();
         match sum.disagreement() {
             None => Ok(()),
             Some((first, other)) => {
@@ -424,7 +475,7 @@ impl<'a> Coll<'a> {
     /// PE's cell there.
     #[inline]
     fn send_summary(&self, to: usize, at: usize, sum: &Summary) -> Result<()> {
-        let cell = self.counter(self.me());
+        let cell = self.counter(self.t.me);
         self.send(to, cell + at, &sum.encode())
     }
 
@@ -434,7 +485,7 @@ impl<'a> Coll<'a> {
     fn wait_summary(&mut self, from: usize, at: usize) -> Result<Summary> {
         self.wait(from)?;
         let mut b = [0u8; SUMMARY_LEN];
-        b.copy_from_slice(&self.seg(self.counter(from) + at, SUMMARY_LEN));
+        b.copy_from_slice(&self.seg(self.counter(self.tr(from)) + at, SUMMARY_LEN));
         Ok(Summary::decode(&b))
     }
 

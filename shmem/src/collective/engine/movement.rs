@@ -27,6 +27,9 @@ impl Coll<'_> {
         if n == 1 {
             return Ok(());
         }
+        if let Some(h) = self.hier() {
+            return self.hier_broadcast(&h, dest, nbytes, root);
+        }
         let v = (me + n - root) % n;
         let abs = |r: usize| (r + root) % n;
         match self.bcast_algo(nbytes) {

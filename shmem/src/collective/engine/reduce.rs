@@ -26,29 +26,39 @@ impl Coll<'_> {
             self.copy_local(dest, src, count * es);
             return Ok(());
         }
+        if let Some(h) = self.hier() {
+            return self.hier_reduce::<O, T>(&h, dest, src, count);
+        }
         let algo = self.reduce_algo(count * es);
         let p2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
         let sl = self.scratch_len();
-        let chunk = match algo {
-            ReduceAlgo::RecursiveDoubling => sl / (p2.trailing_zeros() as usize + 1) / es,
-            ReduceAlgo::Rabenseifner => sl / 2 / es,
-            ReduceAlgo::Ring => sl / es / n * n,
-        };
-        let chunk = chunk.max(1);
+        let chunk = reduce_chunk(algo, n, sl, es);
         let mut c0 = 0;
         while c0 < count {
             let m = chunk.min(count - c0);
             let sc = self.next_scratch();
             let acc: Vec<T> = self.read(src + c0 * es, m);
-            let d = dest + c0 * es;
-            match algo {
-                ReduceAlgo::RecursiveDoubling => self.rd_chunk::<O, T>(d, sc, acc, p2)?,
-                ReduceAlgo::Rabenseifner => self.rab_chunk::<O, T>(d, sc, acc, p2)?,
-                ReduceAlgo::Ring => self.ring_chunk::<O, T>(d, sc, acc)?,
-            }
+            self.reduce_chunk::<O, T>(algo, dest + c0 * es, sc, acc, p2)?;
             c0 += m;
         }
         Ok(())
+    }
+
+    /// One chunk of an all-reduce by `algo`: `acc` is this PE's part, the
+    /// result goes to `dest`, scratch offset `sc` is this step's.
+    pub(super) fn reduce_chunk<O: ReduceOp, T: Reducible<O>>(
+        &mut self,
+        algo: ReduceAlgo,
+        dest: usize,
+        sc: usize,
+        acc: Vec<T>,
+        p2: usize,
+    ) -> Result<()> {
+        match algo {
+            ReduceAlgo::RecursiveDoubling => self.rd_chunk::<O, T>(dest, sc, acc, p2),
+            ReduceAlgo::Rabenseifner => self.rab_chunk::<O, T>(dest, sc, acc, p2),
+            ReduceAlgo::Ring => self.ring_chunk::<O, T>(dest, sc, acc),
+        }
     }
 
     /// The fold of a non-power-of-two team onto `p2` PEs: the first

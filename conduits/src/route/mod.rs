@@ -1,0 +1,850 @@
+//! Routing by target PE (`spec/conduit.md` §10): a job whose PEs span
+//! hosts reaches the PEs of its own host through an *on-node* conduit
+//! (shared memory: [`crate::smp`]) and the others through an *off-node*
+//! conduit (the network: [`crate::ipv6`], [`crate::ofi`]), as Sandia
+//! OpenSHMEM (on-node CMA/XPMEM beside OFI) and GASNet-EX (PSHM inside
+//! every network conduit) do.
+//!
+//! [`Routed`] is itself a conduit: it implements every trait of the
+//! contract, so the layers above do not change. Its parts:
+//!
+//! - [`hosts`]: host keys and the [`Hosts`] table, exchanged through the
+//!   launcher's bootstrap before any conduit attaches (§10.1).
+//! - Attach (§10.2, [`attach`]): the on-node conduit first, as a job of the
+//!   host's PEs (rank = local rank, job id `<job>.h<host>`), allocating the
+//!   segment; then the off-node conduit with the job's rank and size,
+//!   *over* that segment's file ([`SegmentRequest::Over`]), so a put
+//!   from another host lands in the bytes this host's PEs load and store.
+//! - Operations (§10.3): a route table gives every target PE its path (one
+//!   load and one branch); on-node calls name the local rank, and errors
+//!   coming back name job ranks again. A context is a pair of contexts,
+//!   one per conduit; `fence` and `quiet` cover both.
+//! - Atomics (§10.5): when both conduits apply atomics as CPU atomic
+//!   instructions on the mapped segment ([`Rma::cpu_atomics`]), each PE
+//!   uses its own path; otherwise every atomic (and every signal update)
+//!   goes through the off-node conduit, on-node targets included, so that
+//!   one word never sees two kinds of atomic unit.
+//! - Progress (§10.4): `poll` polls the on-node conduit on every call and
+//!   the off-node one every [`OFF_POLL_EVERY`] calls: the off-node conduits
+//!   are asynchronous (a progress thread serves their traffic), and a wait
+//!   for an on-node store should not pay for a network poll on every step.
+//!   Active-message handlers are registered in both conduits; the on-node
+//!   one sees local ranks, so its handlers are wrapped to see job ranks.
+
+pub mod hosts;
+
+pub use hosts::{Hosts, MAX_KEY};
+
+use crate::bootstrap::{self, Bootstrap};
+use crate::config::RouteMode;
+use crate::contract::{
+    ActiveMessages, Conduit, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest,
+    Segments, SignalOp,
+};
+use crate::error::{ConduitError, Result};
+use crate::job::JobEnv;
+use crate::{AmoOp, AmoWidth, Category, ConduitKind, HandlerFn, Settings};
+use gasnet_core::{AmError, AmMessage, NodeId, ReplySink, Token};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+
+/// The off-node conduit is polled once every this many calls of
+/// [`ActiveMessages::poll`] (the on-node one on every call).
+pub const OFF_POLL_EVERY: u32 = 8;
+
+/// Contexts a routed PE can have at once, the default one included.
+pub const MAX_CONTEXTS: usize = 1024;
+
+/// `route[pe]` of a PE on another host.
+const OFF: u32 = u32::MAX;
+
+/// A conduit that can carry the PEs of one host: it allocates the
+/// segment, and lets the router raise the job's exit word without
+/// leaving.
+pub trait OnNode: Conduit {
+    /// Attaches the PEs of one host as a job of their own (`job`: local
+    /// rank, host size, the host's job id), each allocating a segment of
+    /// `len` bytes.
+    fn attach_host(job: &JobEnv, len: usize, settings: &Settings) -> Result<Self>;
+
+    /// Records that the job ends with `status`, so that every PE of this
+    /// host leaves with it the next time it enters the conduit; returns
+    /// (the router then reaches the other hosts).
+    fn post_exit(&self, status: i32);
+}
+
+/// A conduit that can carry the traffic between hosts: it joins through a
+/// bootstrap the router already used (for the host keys), serving a
+/// segment the on-node conduit allocated.
+pub trait OffNode: Conduit {
+    /// Attaches PE `rank` of `size` through `boot`, with `segment`.
+    fn attach_boot(
+        rank: usize,
+        size: usize,
+        segment: SegmentRequest,
+        boot: Box<dyn Bootstrap>,
+        settings: &Settings,
+    ) -> Result<Self>;
+}
+
+#[cfg(feature = "smp")]
+impl OnNode for crate::smp::SmpConduit {
+    fn attach_host(job: &JobEnv, len: usize, _settings: &Settings) -> Result<Self> {
+        crate::smp::SmpConduit::attach_len(job, len)
+    }
+
+    fn post_exit(&self, status: i32) {
+        self.post_global_exit(status);
+    }
+}
+
+#[cfg(feature = "ipv6")]
+impl OffNode for crate::ipv6::Ipv6Conduit {
+    fn attach_boot(
+        rank: usize,
+        size: usize,
+        segment: SegmentRequest,
+        boot: Box<dyn Bootstrap>,
+        settings: &Settings,
+    ) -> Result<Self> {
+        crate::ipv6::Ipv6Conduit::attach_with(rank, size, segment, boot, settings)
+    }
+}
+
+#[cfg(feature = "ofi")]
+impl OffNode for crate::ofi::OfiConduit {
+    fn attach_boot(
+        rank: usize,
+        size: usize,
+        segment: SegmentRequest,
+        boot: Box<dyn Bootstrap>,
+        settings: &Settings,
+    ) -> Result<Self> {
+        crate::ofi::OfiConduit::attach_with(rank, size, segment, boot, settings)
+    }
+}
+
+/// What [`attach`] built: the off-node conduit alone when no two PEs share
+/// a host (or routing is off), a router otherwise.
+#[derive(Debug)]
+pub enum Attached<On, Off> {
+    /// Every PE on a host of its own: the network conduit carries all.
+    Plain(Off),
+    /// Some PEs share a host.
+    Routed(Routed<On, Off>),
+}
+
+/// Joins the job `job` describes on the network conduit `Off`, routing
+/// through `On` between PEs of one host: builds the launcher's bootstrap,
+/// exchanges host keys (`settings.host_key`, else [`hosts::default_key`]),
+/// and attaches. Collective.
+pub fn attach<On: OnNode, Off: OffNode>(
+    job: &JobEnv,
+    segment: SegmentRequest,
+    settings: &Settings,
+) -> Result<Attached<On, Off>> {
+    let get = |k: &str| std::env::var(k).ok();
+    let mut boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
+    let hosts = if job.size == 1 || settings.route == RouteMode::Off {
+        Hosts::separate(job.size)
+    } else {
+        let key = settings.host_key.clone().unwrap_or_else(hosts::default_key);
+        hosts::exchange(boot.as_mut(), &key)?
+    };
+    if hosts.none_shared() {
+        return Ok(Attached::Plain(Off::attach_boot(
+            job.rank, job.size, segment, boot, settings,
+        )?));
+    }
+    Routed::attach_with(job, segment, settings, boot, hosts).map(Attached::Routed)
+}
+
+/// One router context: the pair of contexts it stands for, and what its
+/// off-node context has outstanding (§10.3). On a cache line of its own,
+/// so that threads using contexts of their own do not share one.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct CtxPair {
+    /// [`FREE`], [`BUSY`] (being created or destroyed) or [`LIVE`].
+    state: AtomicU8,
+    on: AtomicU32,
+    off: AtomicU32,
+    /// Off-node operations issued on this context that a quiet may have to
+    /// complete, counted as each returns.
+    off_issued: AtomicU64,
+    /// The count of `off_issued` that the last off-node quiet to return
+    /// had read before it began: every operation counted up to it is
+    /// complete.
+    off_quieted: AtomicU64,
+}
+
+impl CtxPair {
+    /// Counts an off-node operation that returned with `r`. Release: a
+    /// quiet that reads the count sees the operation issued.
+    #[inline(always)]
+    fn issued_off<T>(&self, r: Result<T>) -> Result<T> {
+        self.off_issued.fetch_add(1, Ordering::Release);
+        r
+    }
+
+    /// The count of off-node operations to cover, or `None` when every
+    /// one counted so far is complete.
+    #[inline(always)]
+    fn off_pending(&self) -> Option<u64> {
+        let issued = self.off_issued.load(Ordering::Acquire);
+        (self.off_quieted.load(Ordering::Acquire) < issued).then_some(issued)
+    }
+}
+
+const FREE: u8 = 0;
+const BUSY: u8 = 1;
+const LIVE: u8 = 2;
+
+/// A job routed by target PE: `On` between PEs of this host, `Off`
+/// between hosts. See the module documentation.
+#[derive(Debug)]
+pub struct Routed<On, Off> {
+    on: On,
+    off: Off,
+    rank: usize,
+    size: usize,
+    /// Every PE's local rank if it is on this host, else [`OFF`].
+    route: Box<[u32]>,
+    /// The job rank of each local rank of this host.
+    locals: Arc<[usize]>,
+    hosts: Hosts,
+    /// Atomics to on-node targets go on-node (both conduits apply CPU
+    /// atomics), rather than all through `off`.
+    atomics_on_node: bool,
+    /// Router contexts, indexed by [`CtxId::index`]; slot 0 is the default.
+    ctxs: Box<[CtxPair]>,
+    polls: AtomicU32,
+}
+
+/// Where an operation to a PE goes.
+#[derive(Clone, Copy)]
+enum Path {
+    /// This host: the on-node conduit, to this local rank.
+    On(usize),
+    /// Another host: the off-node conduit, to the job rank.
+    Off,
+}
+
+impl<On: OnNode, Off: OffNode> Routed<On, Off> {
+    /// Attaches with the bootstrap `boot` (already used for the host keys)
+    /// and the hosts found. Collective over the job.
+    pub fn attach_with(
+        job: &JobEnv,
+        segment: SegmentRequest,
+        settings: &Settings,
+        boot: Box<dyn Bootstrap>,
+        hosts: Hosts,
+    ) -> Result<Self> {
+        let (rank, size) = (job.rank, job.size);
+        if hosts.size() != size || rank >= size {
+            return Err(ConduitError::Bootstrap(format!(
+                "route: PE {rank} of {size}: the host table covers {} PEs",
+                hosts.size()
+            )));
+        }
+        let SegmentRequest::Own(len) = segment else {
+            return Err(ConduitError::Unsupported(
+                "route: attaching over a segment another conduit allocated",
+            ));
+        };
+        let host = hosts.host_of(rank);
+        let members = hosts.members(host).to_vec();
+        let host_job = JobEnv {
+            rank: hosts.local_rank(rank),
+            size: members.len(),
+            job_id: format!("{}.h{host}", job.job_id),
+            conduit: ConduitKind::Smp,
+        };
+        let on = On::attach_host(&host_job, len, settings)?;
+        let backing = on.segment_backing().ok_or(ConduitError::Unsupported(
+            "route: the on-node conduit's segment has no backing file",
+        ))?;
+        let off = Off::attach_boot(rank, size, SegmentRequest::Over(backing), boot, settings)?;
+        if off.segment_len() != on.segment_len() {
+            return Err(ConduitError::Bootstrap(format!(
+                "route: PE {rank}: the off-node segment is {} bytes, the on-node one {}",
+                off.segment_len(),
+                on.segment_len()
+            )));
+        }
+        let route = (0..size)
+            .map(|pe| {
+                if hosts.host_of(pe) == host {
+                    hosts.local_rank(pe) as u32
+                } else {
+                    OFF
+                }
+            })
+            .collect();
+        let atomics_on_node = on.cpu_atomics() && off.cpu_atomics();
+        Ok(Routed {
+            on,
+            off,
+            rank,
+            size,
+            route,
+            locals: members.into(),
+            hosts,
+            atomics_on_node,
+            ctxs: (0..MAX_CONTEXTS).map(|_| CtxPair::default()).collect(),
+            polls: AtomicU32::new(0),
+        })
+    }
+}
+
+impl<On, Off> Routed<On, Off> {
+    /// The hosts of the job.
+    pub fn hosts(&self) -> &Hosts {
+        &self.hosts
+    }
+
+    /// The on-node conduit (this host's PEs, by local rank).
+    pub fn on_node(&self) -> &On {
+        &self.on
+    }
+
+    /// The off-node conduit (every PE, by job rank).
+    pub fn off_node(&self) -> &Off {
+        &self.off
+    }
+
+    #[inline(always)]
+    fn path(&self, pe: usize) -> Result<Path> {
+        match self.route.get(pe) {
+            Some(&OFF) => Ok(Path::Off),
+            Some(&l) => Ok(Path::On(l as usize)),
+            None => Err(ConduitError::PeOutOfRange {
+                pe,
+                size: self.size,
+            }),
+        }
+    }
+
+    /// The pair of contexts router context `ctx` stands for.
+    #[inline(always)]
+    fn pair(&self, ctx: CtxId) -> Result<(CtxId, CtxId)> {
+        if ctx == CtxId::DEFAULT {
+            return Ok((CtxId::DEFAULT, CtxId::DEFAULT));
+        }
+        self.pair_slow(ctx)
+    }
+
+    #[cold]
+    fn pair_slow(&self, ctx: CtxId) -> Result<(CtxId, CtxId)> {
+        match self.ctxs.get(ctx.index()) {
+            Some(p) if p.state.load(Ordering::Acquire) == LIVE => Ok((
+                CtxId(p.on.load(Ordering::Relaxed)),
+                CtxId(p.off.load(Ordering::Relaxed)),
+            )),
+            _ => Err(ConduitError::NoContext { ctx: ctx.0 }),
+        }
+    }
+
+    /// Router context `ctx`'s slot; `ctx` was checked by [`Self::pair`].
+    #[inline(always)]
+    fn slot(&self, ctx: CtxId) -> &CtxPair {
+        &self.ctxs[ctx.index()]
+    }
+
+    /// An error of the on-node conduit, whose PEs are local ranks, with
+    /// job ranks instead.
+    #[cold]
+    fn lift(&self, e: ConduitError) -> ConduitError {
+        let job = |l: usize| self.locals.get(l).copied().unwrap_or(l);
+        match e {
+            ConduitError::PeOutOfRange { pe, .. } => ConduitError::PeOutOfRange {
+                pe: job(pe),
+                size: self.size,
+            },
+            ConduitError::OutOfSegment {
+                pe,
+                offset,
+                len,
+                segment_len,
+            } => ConduitError::OutOfSegment {
+                pe: job(pe),
+                offset,
+                len,
+                segment_len,
+            },
+            ConduitError::Misaligned { pe, offset, align } => ConduitError::Misaligned {
+                pe: job(pe),
+                offset,
+                align,
+            },
+            ConduitError::PeerFailed { pe, reason } => ConduitError::PeerFailed {
+                pe: job(pe),
+                reason,
+            },
+            other => other,
+        }
+    }
+}
+
+/// A handler of the on-node conduit, which names local ranks, made to
+/// show job ranks to `f`: the message's source, and the token's.
+fn job_ranked(f: HandlerFn, locals: Arc<[usize]>) -> HandlerFn {
+    Arc::new(move |tok: &mut Token<'_>, msg: &AmMessage<'_>| {
+        let src = locals
+            .get(msg.src as usize)
+            .map_or(msg.src, |&pe| pe as NodeId);
+        let m = AmMessage {
+            src,
+            category: msg.category,
+            direction: msg.direction,
+            handler: msg.handler,
+            args: msg.args,
+            payload: msg.payload,
+            offset: msg.offset,
+        };
+        let mut via = Forward(tok);
+        let mut t = Token::new(src, msg.direction, &mut via);
+        f(&mut t, &m);
+    })
+}
+
+/// Sends a wrapped handler's reply through the on-node token it was given.
+struct Forward<'a, 'b>(&'a mut Token<'b>);
+
+impl ReplySink for Forward<'_, '_> {
+    fn send_reply(
+        &mut self,
+        _dst: NodeId,
+        category: Category,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        offset: u64,
+    ) -> std::result::Result<(), AmError> {
+        self.0.reply(category, handler, args, payload, offset)
+    }
+}
+
+impl<On: Conduit, Off: Conduit> Segments for Routed<On, Off> {
+    #[inline]
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    #[inline]
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    #[inline]
+    fn segment_len(&self) -> usize {
+        self.on.segment_len()
+    }
+
+    #[inline]
+    fn local_segment(&self) -> *mut u8 {
+        self.on.local_segment()
+    }
+
+    /// The on-node conduit's view for PEs of this host, `None` for others.
+    #[inline]
+    fn peer_segment(&self, pe: usize) -> Option<*mut u8> {
+        match self.path(pe) {
+            Ok(Path::On(l)) => self.on.peer_segment(l),
+            _ => None,
+        }
+    }
+
+    fn segment_backing(&self) -> Option<SegmentBacking> {
+        self.on.segment_backing()
+    }
+
+    fn host_of(&self, pe: usize) -> usize {
+        if pe < self.size {
+            self.hosts.host_of(pe)
+        } else {
+            pe
+        }
+    }
+}
+
+impl<On, Off: Conduit> Routed<On, Off> {
+    /// Quiets off-node context `c_off` of router context `ctx` unless
+    /// every off-node operation counted on `ctx` is complete.
+    ///
+    /// An operation that returned before this call is counted in the
+    /// `issued` read here (the count is raised before it returns). If
+    /// `off_quieted` already reaches `issued`, an off-node quiet that had
+    /// read a count including that operation (so that saw it issued, by
+    /// the count's Release and Acquire) has returned: it completed it.
+    /// `off_quieted` moves only after that quiet returns, so a quiet still
+    /// running on another thread never lets this one skip.
+    #[inline(always)]
+    fn quiet_off(&self, ctx: CtxId, c_off: CtxId) -> Result<()> {
+        let p = self.slot(ctx);
+        let Some(issued) = p.off_pending() else {
+            return Ok(());
+        };
+        self.off.quiet(c_off)?;
+        p.off_quieted.fetch_max(issued, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
+    fn ctx_create(&self) -> Result<CtxId> {
+        for (i, p) in self.ctxs.iter().enumerate().skip(1) {
+            if p.state
+                .compare_exchange(FREE, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            let on = match self.on.ctx_create() {
+                Ok(c) => c,
+                Err(e) => {
+                    p.state.store(FREE, Ordering::Release);
+                    return Err(self.lift(e));
+                }
+            };
+            let off = match self.off.ctx_create() {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = self.on.ctx_destroy(on);
+                    p.state.store(FREE, Ordering::Release);
+                    return Err(e);
+                }
+            };
+            p.on.store(on.0, Ordering::Relaxed);
+            p.off.store(off.0, Ordering::Relaxed);
+            // A new off-node context has nothing outstanding.
+            p.off_quieted
+                .fetch_max(p.off_issued.load(Ordering::Acquire), Ordering::Release);
+            p.state.store(LIVE, Ordering::Release);
+            return Ok(CtxId(i as u32));
+        }
+        Err(ConduitError::ContextLimit { max: MAX_CONTEXTS })
+    }
+
+    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+        if ctx == CtxId::DEFAULT {
+            return Err(ConduitError::NoContext { ctx: ctx.0 });
+        }
+        let (on, off) = self.pair(ctx)?;
+        let p = &self.ctxs[ctx.index()];
+        if p.state
+            .compare_exchange(LIVE, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(ConduitError::NoContext { ctx: ctx.0 });
+        }
+        let r_on = self.on.ctx_destroy(on).map_err(|e| self.lift(e));
+        let r_off = self.off.ctx_destroy(off);
+        p.state.store(FREE, Ordering::Release);
+        r_on.and(r_off)
+    }
+
+    #[inline(always)]
+    fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+        let (c_on, c_off) = self.pair(ctx)?;
+        match self.path(pe)? {
+            Path::On(l) => self.on.put(c_on, l, offset, src).map_err(|e| self.lift(e)),
+            Path::Off => self
+                .slot(ctx)
+                .issued_off(self.off.put(c_off, pe, offset, src)),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn put_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        let (c_on, c_off) = self.pair(ctx)?;
+        match self.path(pe)? {
+            Path::On(l) => {
+                // SAFETY: the caller upholds put_nbi's contract for `ctx`; the
+                // router's quiet of `ctx` quiets `c_on`, so it holds for it.
+                let r = unsafe { self.on.put_nbi(c_on, l, offset, src, len) };
+                r.map_err(|e| self.lift(e))
+            }
+            Path::Off => {
+                // SAFETY: as above, for `c_off`.
+                let r = unsafe { self.off.put_nbi(c_off, pe, offset, src, len) };
+                self.slot(ctx).issued_off(r)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        let (c_on, c_off) = self.pair(ctx)?;
+        match self.path(pe)? {
+            Path::On(l) => self.on.get(c_on, l, offset, dst).map_err(|e| self.lift(e)),
+            Path::Off => self.off.get(c_off, pe, offset, dst),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn get_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        let (c_on, c_off) = self.pair(ctx)?;
+        match self.path(pe)? {
+            Path::On(l) => {
+                // SAFETY: the caller upholds get_nbi's contract for `ctx`; the
+                // router's quiet of `ctx` quiets `c_on`, so it holds for it.
+                let r = unsafe { self.on.get_nbi(c_on, l, offset, dst, len) };
+                r.map_err(|e| self.lift(e))
+            }
+            Path::Off => {
+                // SAFETY: as above, for `c_off`.
+                let r = unsafe { self.off.get_nbi(c_off, pe, offset, dst, len) };
+                self.slot(ctx).issued_off(r)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn atomic(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        op: AmoOp,
+        width: AmoWidth,
+        operand: u64,
+        compare: u64,
+    ) -> Result<u64> {
+        let (c_on, c_off) = self.pair(ctx)?;
+        match self.path(pe)? {
+            Path::On(l) if self.atomics_on_node => self
+                .on
+                .atomic(c_on, l, offset, op, width, operand, compare)
+                .map_err(|e| self.lift(e)),
+            _ => self.slot(ctx).issued_off(
+                self.off
+                    .atomic(c_off, pe, offset, op, width, operand, compare),
+            ),
+        }
+    }
+
+    fn put_signal(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: &[u8],
+        sig_offset: usize,
+        sig_op: SignalOp,
+        sig_value: u64,
+    ) -> Result<()> {
+        let (c_on, c_off) = self.pair(ctx)?;
+        match self.path(pe)? {
+            Path::On(l) if self.atomics_on_node => self
+                .on
+                .put_signal(c_on, l, offset, src, sig_offset, sig_op, sig_value)
+                .map_err(|e| self.lift(e)),
+            Path::On(l) => {
+                // The signal is an atomic, which must go off-node (§10.5):
+                // the data is complete before it is issued.
+                crate::error::check_word(pe, self.size, sig_offset, 8, self.segment_len())?;
+                self.on
+                    .put(c_on, l, offset, src)
+                    .and_then(|()| self.on.quiet(c_on))
+                    .map_err(|e| self.lift(e))?;
+                let r = self.off.atomic(
+                    c_off,
+                    pe,
+                    sig_offset,
+                    sig_op.amo(),
+                    AmoWidth::W64,
+                    sig_value,
+                    0,
+                );
+                self.slot(ctx).issued_off(r).map(drop)
+            }
+            Path::Off => self.slot(ctx).issued_off(
+                self.off
+                    .put_signal(c_off, pe, offset, src, sig_offset, sig_op, sig_value),
+            ),
+        }
+    }
+
+    /// Fences both conduits' contexts. When atomics to this host travel
+    /// off-node while puts travel on-node, one target is reached by two
+    /// paths, whose relative order only completion gives: both are
+    /// quieted instead. The off-node context is left alone when every
+    /// off-node operation of `ctx` is complete: there is nothing to order.
+    #[inline(always)]
+    fn fence(&self, ctx: CtxId) -> Result<()> {
+        let (c_on, c_off) = self.pair(ctx)?;
+        if self.atomics_on_node {
+            self.on.fence(c_on).map_err(|e| self.lift(e))?;
+            match self.slot(ctx).off_pending() {
+                Some(_) => self.off.fence(c_off),
+                None => Ok(()),
+            }
+        } else {
+            self.on.quiet(c_on).map_err(|e| self.lift(e))?;
+            self.quiet_off(ctx, c_off)
+        }
+    }
+
+    /// Quiets the on-node context, then the off-node one unless every
+    /// off-node operation of `ctx` is known complete (a job whose traffic
+    /// stays within the host never waits on the network conduit here).
+    /// The on-node quiet is always made: on smp it is a fence, which also
+    /// orders the stores a program makes through `shmem_ptr`.
+    #[inline(always)]
+    fn quiet(&self, ctx: CtxId) -> Result<()> {
+        let (c_on, c_off) = self.pair(ctx)?;
+        self.on.quiet(c_on).map_err(|e| self.lift(e))?;
+        self.quiet_off(ctx, c_off)
+    }
+
+    fn cpu_atomics(&self) -> bool {
+        self.atomics_on_node
+    }
+}
+
+impl<On: Conduit, Off: Conduit> ActiveMessages for Routed<On, Off> {
+    fn am_request(
+        &self,
+        pe: usize,
+        category: Category,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<()> {
+        match self.path(pe)? {
+            Path::On(l) => self
+                .on
+                .am_request(l, category, handler, args, payload, offset)
+                .map_err(|e| self.lift(e)),
+            Path::Off => self
+                .off
+                .am_request(pe, category, handler, args, payload, offset),
+        }
+    }
+
+    fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        self.on
+            .register_handler(index, job_ranked(f.clone(), self.locals.clone()))?;
+        self.off.register_handler(index, f)
+    }
+
+    fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        self.on
+            .register_system_handler(index, job_ranked(f.clone(), self.locals.clone()))?;
+        self.off.register_system_handler(index, f)
+    }
+
+    #[inline]
+    fn poll(&self) -> Result<()> {
+        self.on.poll().map_err(|e| self.lift(e))?;
+        if self.polls.fetch_add(1, Ordering::Relaxed) % OFF_POLL_EVERY == 0 {
+            self.off.poll()?;
+        }
+        Ok(())
+    }
+}
+
+impl<On: Conduit, Off: Conduit> JobBootstrap for Routed<On, Off> {
+    /// The off-node conduit's barrier, which spans every PE, after this
+    /// PE's on-node operations completed.
+    fn barrier(&self) -> Result<()> {
+        self.on.quiet(CtxId::DEFAULT).map_err(|e| self.lift(e))?;
+        self.off.barrier()
+    }
+
+    fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.off.exchange(mine)
+    }
+}
+
+impl<On: OnNode, Off: OffNode> Lifecycle for Routed<On, Off> {
+    /// Builds the bootstrap, exchanges host keys and attaches both
+    /// conduits (a routed conduit even when no two PEs share a host).
+    fn attach(job: &JobEnv, segment: SegmentRequest, settings: &Settings) -> Result<Self> {
+        let get = |k: &str| std::env::var(k).ok();
+        let mut boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
+        let key = settings.host_key.clone().unwrap_or_else(hosts::default_key);
+        let hosts = hosts::exchange(boot.as_mut(), &key)?;
+        Self::attach_with(job, segment, settings, boot, hosts)
+    }
+
+    /// Quiets both conduits, finalizes the off-node one (its barrier spans
+    /// the job), then the on-node one.
+    fn finalize(&self) -> Result<()> {
+        self.on.quiet(CtxId::DEFAULT).map_err(|e| self.lift(e))?;
+        self.off.quiet(CtxId::DEFAULT)?;
+        self.off.finalize()?;
+        self.on.finalize().map_err(|e| self.lift(e))
+    }
+
+    /// Raises this host's exit word, then ends the job through the
+    /// off-node conduit, which reaches every PE.
+    fn global_exit(&self, status: i32) -> ! {
+        self.on.post_exit(status);
+        self.off.global_exit(status)
+    }
+
+    fn describe(&self) -> String {
+        let off = self.off.describe();
+        let host = self.hosts.host_of(self.rank);
+        format!(
+            "{}{}on-node shared memory among PEs {:?} of host {host} ({})",
+            off,
+            if off.is_empty() { "" } else { "; " },
+            self.locals,
+            self.hosts.describe()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CtxPair;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn a_context_has_off_node_work_pending_until_a_quiet_covers_it() {
+        let p = CtxPair::default();
+        assert_eq!(
+            p.off_pending(),
+            None,
+            "a new context has nothing outstanding"
+        );
+        assert_eq!(p.issued_off(Ok::<u8, _>(7)).unwrap(), 7);
+        assert!(
+            p.issued_off::<()>(Err(crate::ConduitError::Unsupported("x")))
+                .is_err()
+        );
+        // A quiet reads the count, completes the off-node context, then
+        // records the count it read.
+        let read = p.off_pending().expect("two operations counted");
+        assert_eq!(read, 2);
+        p.issued_off(Ok(())).unwrap();
+        p.off_quieted.fetch_max(read, Ordering::Release);
+        // The operation counted after that quiet read is still pending.
+        assert_eq!(p.off_pending(), Some(3));
+        p.off_quieted.fetch_max(3, Ordering::Release);
+        assert_eq!(p.off_pending(), None);
+        // A quiet that read an older count and ends late never moves the
+        // mark back.
+        p.off_quieted.fetch_max(1, Ordering::Release);
+        assert_eq!(p.off_pending(), None);
+        assert_eq!(std::mem::align_of::<CtxPair>(), 64);
+    }
+}
