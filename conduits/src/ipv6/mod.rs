@@ -297,7 +297,7 @@ impl Ipv6Conduit {
         let (c2, s2, b2) = (core.clone(), shared.clone(), boot.clone());
         let thread = std::thread::Builder::new()
             .name(format!("fshmem-progress-{rank}"))
-            .spawn(move || progress::run(c2, s2, b2))?;
+            .spawn(move || progress::run(c2, s2, b2, rank))?;
         let c = Ipv6Conduit {
             rank,
             size,

@@ -337,9 +337,12 @@ pub(crate) fn try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
 
 /// The progress thread: serves the socket whenever no application thread
 /// drives, sleeping in `poll(2)` when there is nothing to do.
-pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef) {
+///
+/// It never waits for the bootstrap's lock: an application thread holds
+/// it through a whole bootstrap collective (finalize's barrier, say), and
+/// a peer may need this PE's answers before it can join that collective.
+pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: usize) {
     let sock_fd = lock(&core).sock_fd();
-    let rank = boot.lock().unwrap_or_else(|e| e.into_inner()).rank();
     let mut last_work = Instant::now();
     let mut last_boot_check = Instant::now();
     loop {
