@@ -760,15 +760,23 @@ impl<On: Conduit, Off: Conduit> ActiveMessages for Routed<On, Off> {
     }
 }
 
+/// The off-node conduit's bootstrap may block in a system call (a PMI or
+/// rendezvous barrier) without serving the on-node conduit, while a PE of
+/// the same host still needs this PE to take its active messages (a full
+/// inbound queue) before it can arrive. So every job-wide step first meets
+/// the host's PEs in the on-node barrier, which serves the queue while it
+/// waits; past it, no PE of the host issues more.
 impl<On: Conduit, Off: Conduit> JobBootstrap for Routed<On, Off> {
-    /// The off-node conduit's barrier, which spans every PE, after this
-    /// PE's on-node operations completed.
+    /// The host's barrier, then the off-node conduit's, which spans every
+    /// PE, after this PE's on-node operations completed.
     fn barrier(&self) -> Result<()> {
         self.on.quiet(CtxId::DEFAULT).map_err(|e| self.lift(e))?;
+        self.on.barrier().map_err(|e| self.lift(e))?;
         self.off.barrier()
     }
 
     fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.on.barrier().map_err(|e| self.lift(e))?;
         self.off.exchange(mine)
     }
 }
@@ -788,6 +796,7 @@ impl<On: OnNode, Off: OffNode> Lifecycle for Routed<On, Off> {
     /// the job), then the on-node one.
     fn finalize(&self) -> Result<()> {
         self.on.quiet(CtxId::DEFAULT).map_err(|e| self.lift(e))?;
+        self.on.barrier().map_err(|e| self.lift(e))?;
         self.off.quiet(CtxId::DEFAULT)?;
         self.off.finalize()?;
         self.on.finalize().map_err(|e| self.lift(e))
