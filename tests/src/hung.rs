@@ -140,6 +140,15 @@ mod tests {
             .spawn()
             .expect("sleep runs");
         let pgid = child.id() as i32;
+        // Until the exec is done, the child's command line is not yet
+        // `sleep 30`: wait for it (bounded).
+        let until = Instant::now() + Duration::from_secs(10);
+        while std::fs::read(format!("/proc/{pgid}/cmdline"))
+            .map_or(true, |c| !c.starts_with(b"sleep"))
+            && Instant::now() < until
+        {
+            std::thread::yield_now();
+        }
         let text = describe_group(pgid);
         let _ = child.kill();
         let _ = child.wait();
