@@ -3,7 +3,8 @@
 # osu benchmark's small-message figures (put 8 B + quiet, get 8 B, ping-pong
 # 8 B half round trip, 64-bit fetch-add; all in us) between PE 0 and
 #
-#   smp        PE 1 of a pure smp job of 2 PEs
+#   smp        PE 1 of a pure smp job of 4 PEs (as many processes as the
+#              hosts job, PE 2 and 3 idle as there)
 #   intra      PE 1 of a 2-host x 2-PE job (oshrun --hosts 2): same host
 #   inter      PE 2 of that job: the other host
 #   ipv6       PE 2 of a job on the ipv6 conduit alone, 4 PEs on [::1] (as
@@ -26,7 +27,7 @@ mkdir -p "$OUT/runs"
 osu=("$R/osu" --only put,get,pingpong,atomic --max-size 8 --iters "$ITERS")
 for round in $(seq 1 "$ROUNDS"); do
     echo "round $round of $ROUNDS (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-    "$R/oshrun" -n 2 "${osu[@]}" --csv "$OUT/runs/smp.$round" > /dev/null
+    "$R/oshrun" -n 4 "${osu[@]}" --peer 1 --csv "$OUT/runs/smp.$round" > /dev/null
     "$R/oshrun" -n 4 --hosts 2 --host-net loopback "${osu[@]}" --peer 1 \
         --csv "$OUT/runs/intra.$round" > /dev/null
     "$R/oshrun" -n 4 --hosts 2 --host-net loopback "${osu[@]}" --peer 2 \
