@@ -335,41 +335,36 @@ module fs_dispatch #(
         ack = reply(`T_SHORT_REP, `H_ACK, dst, 5'd2, {32'd0, code, token});
     endfunction
 
-    // The response (or settle, or receive entry) decided for the frame.
-    reg [`JW-1:0] job;
-    always @* begin
-        job = ack(f_src, a0, `RS_OK);
-        case (cls)
-            C_PUT:  job = ack(f_src, a0, !(f_cat == 2'd3 && f_nargs == 5'd1) ? `RS_MALFORMED
-                                        : put_range ? `RS_OK : `RS_OUTOFRANGE);
-            C_GET: begin
-                if (!g_shape) job = ack(f_src, a0, `RS_MALFORMED);
-                else if (g_end > {1'b0, seg_size}) job = ack(f_src, a0, `RS_OUTOFRANGE);
-                else begin
-                    job = reply(f_nargs == 5'd6 ? `T_LONG_REP : `T_MEDIUM_REP, `H_GET_REPLY,
-                                f_src, 5'd1, {64'd0, a0});
-                    job[`J_LEN]    = a3[16:0];
-                    job[`J_SRC]    = a3 == 32'd0 ? `SRC_NONE : `SRC_MEM;
-                    job[`J_MADDR]  = seg_base + g_off;
-                    job[`J_OFFSET] = f_nargs == 5'd6 ? g_dst : 64'd0;
-                end
-            end
-            C_AMO: begin
-                if (!m_shape) job = ack(f_src, a0, `RS_MALFORMED);
-                else if (m_mis) job = ack(f_src, a0, `RS_MISALIGNED);
-                else if (m_end > {1'b0, seg_size}) job = ack(f_src, a0, `RS_OUTOFRANGE);
-                else if (alu_fetch)
-                    job = reply(`T_SHORT_REP, `H_AMO_REPLY, f_src, 5'd3,
-                                {old_word[63:32] & {32{m_w64}}, old_word[31:0], a0});
-                else job = ack(f_src, a0, `RS_OK);
-            end
-            C_PING: job = ack(f_src, a0, f_cat == 2'd1 && f_nargs == 5'd1 ? `RS_OK : `RS_MALFORMED);
-            default: ;
-        endcase
-    end
+    // The response decided for the frame: a GET reply, an AMO reply, or an
+    // ACK with a status code. Each is built apart and one choice picks it.
     wire amo_go = m_shape && !m_mis && m_end <= {1'b0, seg_size};
     wire get_go = g_shape && g_end <= {1'b0, seg_size};
-    wire unused_get_go = get_go;
+    reg [31:0] ack_code;
+    always @* begin
+        case (cls)
+            C_PUT:   ack_code = !(f_cat == 2'd3 && f_nargs == 5'd1) ? `RS_MALFORMED
+                              : put_range ? `RS_OK : `RS_OUTOFRANGE;
+            C_GET:   ack_code = !g_shape ? `RS_MALFORMED : `RS_OUTOFRANGE;   // a GET refused
+            C_AMO:   ack_code = !m_shape ? `RS_MALFORMED : m_mis ? `RS_MISALIGNED
+                              : m_end > {1'b0, seg_size} ? `RS_OUTOFRANGE : `RS_OK;
+            C_PING:  ack_code = f_cat == 2'd1 && f_nargs == 5'd1 ? `RS_OK : `RS_MALFORMED;
+            default: ack_code = `RS_OK;
+        endcase
+    end
+    reg [`JW-1:0] get_job;
+    always @* begin
+        get_job = reply(f_nargs == 5'd6 ? `T_LONG_REP : `T_MEDIUM_REP, `H_GET_REPLY,
+                        f_src, 5'd1, {64'd0, a0});
+        get_job[`J_LEN]    = a3[16:0];
+        get_job[`J_SRC]    = a3 == 32'd0 ? `SRC_NONE : `SRC_MEM;
+        get_job[`J_MADDR]  = seg_base + g_off;
+        get_job[`J_OFFSET] = f_nargs == 5'd6 ? g_dst : 64'd0;
+    end
+    wire [`JW-1:0] amo_job = reply(`T_SHORT_REP, `H_AMO_REPLY, f_src, 5'd3,
+                                   {old_word[63:32] & {32{m_w64}}, old_word[31:0], a0});
+    wire [`JW-1:0] job = cls == C_GET && get_go ? get_job
+                       : cls == C_AMO && amo_go && alu_fetch ? amo_job
+                       : ack(f_src, a0, ack_code);
 
     // Receive entry (section 9).
     wire [7:0] rx_kind = {3'b000, 1'b1, !f_req, 1'b0, f_cat - 2'd1};

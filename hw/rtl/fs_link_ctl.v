@@ -140,13 +140,21 @@ module fs_link_ctl #(
     // The NACK names rx_exp .. nk_top (everything from the gap on was dropped).
     wire [31:0]   nk_span  = nk_top[nk_i] - rx_exp[nk_i] + 32'd1;
     wire [10:0]   nk_count = nk_span > 32'd1024 ? 11'd1024 : nk_span[10:0];
-    wire [1024:0] nk_ones  = ({1025{1'b0}} | 1025'd1) << nk_count;
-    wire [1024:0] nk_mask  = nk_ones - 1025'd1;
+    // The first nk_count bits set: whole words below word nk_count / 32,
+    // nk_count % 32 low bits of that word.
+    wire [31:0]   nk_part  = (32'd1 << nk_count[4:0]) - 32'd1;
+    reg  [1023:0] nk_mask;
+    integer w;
+    always @* begin
+        for (w = 0; w < 32; w = w + 1)
+            nk_mask[32*w +: 32] = nk_count[10:5] > w[5:0] ? 32'hFFFF_FFFF
+                                : nk_count[10:5] == w[5:0] ? nk_part : 32'd0;
+    end
     wire [10:0]   nk_w     = nk_count + 11'd31;
     assign nack_ack    = rx_exp[nk_i];
     assign nack_words  = nk_w[10:5] > 6'd32 ? 6'd32 : nk_w[10:5];
-    assign nack_bitmap = nk_mask[1023:0];
-    wire unused_nk = nk_mask[1024] | nk_ones[1024] | (|nk_w[4:0]);
+    assign nack_bitmap = nk_mask;
+    wire unused_nk = |nk_w[4:0];
 
     // Retransmission: a received NACK first, then peers whose timer expired.
     reg [NB-1:0] rt_i;

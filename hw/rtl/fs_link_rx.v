@@ -59,7 +59,6 @@ module fs_link_rx #(
 );
     localparam integer B    = DW / 8;
     localparam integer CAPB = 1536 / DW;          // beats holding bytes 0..191
-    localparam integer CB   = $clog2(CAPB);
     localparam integer BAW  = $clog2(BUF);
     localparam [31:0]  FRAG32 = FRAG;
 
@@ -147,10 +146,13 @@ module fs_link_rx #(
     wire [31:0]   trailer = be32(rx_data[8*tr_lane[LB-1:0] +: 32]);
 
     // The captured header area with this beat in it.
+    // The header capture with this beat in its place (a beat a slice, so
+    // each slice is one 2-way choice rather than a shift of the whole).
     reg [1535:0] capn;
     always @* begin
         capn = cap;
-        if (bi < CAPB[17:0]) capn[bi[CB-1:0]*DW +: DW] = rx_data & keep_mask(rx_keep);
+        for (i = 0; i < CAPB; i = i + 1)
+            if (bi == i[17:0]) capn[i*DW +: DW] = rx_data & keep_mask(rx_keep);
     end
     function [DW-1:0] keep_mask(input [DW/8-1:0] k);
         integer j;

@@ -1,6 +1,6 @@
 //! The RTL passes Verilator's lint: `verilator --lint-only -Wall` reports
-//! nothing (hw/scripts/lint.sh). Yosys synthesis (hw/scripts/synth.sh, some
-//! minutes of one core) is checked by scripts/test.sh, beside the rest of
+//! nothing (hw/scripts/lint.sh). Yosys synthesis (hw/scripts/synth.sh, about
+//! three minutes of one core) is checked by scripts/test.sh, beside the rest of
 //! the suite.
 #![cfg(feature = "verilator")]
 
