@@ -93,14 +93,41 @@ pub(super) struct CtxState {
     pub(super) error: Option<ConduitError>,
 }
 
+/// Hashes a command tag for the maps keyed by tags, which sit on the path
+/// of every put: tags are distinct counters chosen by this PE (no
+/// adversary), so one multiplication by an odd constant spreads them over
+/// the table's bits instead of the default SipHash (about 40 ns of the
+/// 8-byte put's submit cost).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct TagHasher(u64);
+
+impl std::hash::Hasher for TagHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, tag: u32) {
+        self.0 = (u64::from(tag) ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A map keyed by command tags.
+pub(super) type TagMap<V> = HashMap<u32, V, std::hash::BuildHasherDefault<TagHasher>>;
+
 #[derive(Debug)]
 pub(super) struct Host {
     pub(super) rings: Rings,
     pub(super) next_tag: u32,
     /// Each tagged command's context and what its completion is for.
-    pub(super) waiting: HashMap<u32, (u32, Waiter)>,
+    pub(super) waiting: TagMap<(u32, Waiter)>,
     pub(super) ctxs: Vec<CtxState>,
-    pub(super) done: HashMap<u32, Completion>,
+    pub(super) done: TagMap<Completion>,
     pub(super) stage: Stage,
     /// Something was issued since the last fence.
     pub(super) dirty: bool,

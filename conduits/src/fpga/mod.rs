@@ -108,7 +108,7 @@ pub mod queue;
 
 use am::RxMsg;
 pub use health::HealthPath;
-use host::{CtxState, Host, Stage, Waiter, round_up};
+use host::{CtxState, Host, Stage, TagMap, Waiter, round_up};
 use liveness::{POLL_CHECK_CALLS, POLL_CHECK_INTERVAL, PeerInfo, STATE_FINALIZED};
 
 use crate::contract::{
@@ -342,12 +342,12 @@ impl FpgaConduit {
             host: Mutex::new(Host {
                 rings,
                 next_tag: 0,
-                waiting: HashMap::new(),
+                waiting: TagMap::default(),
                 ctxs: vec![CtxState {
                     live: true,
                     ..CtxState::default()
                 }],
-                done: HashMap::new(),
+                done: TagMap::default(),
                 stage: Stage::new(layout.stage, STAGE_BYTES),
                 dirty: false,
             }),
