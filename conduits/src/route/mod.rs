@@ -792,8 +792,9 @@ impl<On: OnNode, Off: OffNode> Lifecycle for Routed<On, Off> {
         Self::attach_with(job, segment, settings, boot, hosts)
     }
 
-    /// Quiets both conduits, finalizes the off-node one (its barrier spans
-    /// the job), then the on-node one.
+    /// Quiets the on-node conduit and meets the host's PEs (see the note on
+    /// `JobBootstrap` above), quiets and finalizes the off-node one (its
+    /// barrier spans the job), then finalizes the on-node one.
     fn finalize(&self) -> Result<()> {
         self.on.quiet(CtxId::DEFAULT).map_err(|e| self.lift(e))?;
         self.on.barrier().map_err(|e| self.lift(e))?;
