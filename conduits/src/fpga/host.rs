@@ -81,6 +81,14 @@ pub(super) enum Waiter {
     Count,
 }
 
+/// The tag bit that marks a command whose completion is only counted for
+/// its context's quiet (inline puts, non-fetching atomics): such a tag is
+/// this bit with the context's index, so its completion finds its context
+/// without an entry in [`Host::waiting`], and the hot path inserts nothing.
+/// Tags the board echoes need not be distinct (`spec/registers.md` §7);
+/// [`FpgaConduit::fresh_tag`] keeps the other tags below this bit.
+pub(super) const COUNT_TAG: u32 = 1 << 31;
+
 /// One context's bookkeeping.
 #[derive(Debug, Default)]
 pub(super) struct CtxState {
@@ -150,6 +158,16 @@ impl Host {
         }
         self.waiting.insert(tag, (ctx.0, w));
     }
+
+    /// The tag of a command of `ctx` whose completion is only counted
+    /// ([`COUNT_TAG`]), counted as outstanding from now on.
+    #[inline]
+    pub(super) fn counted(&mut self, ctx: CtxId) -> u32 {
+        if let Some(c) = self.ctxs.get_mut(ctx.index()) {
+            c.outstanding += 1;
+        }
+        COUNT_TAG | ctx.0
+    }
 }
 
 pub(super) fn status_error(pe: usize, c: &Completion) -> ConduitError {
@@ -174,8 +192,13 @@ impl FpgaConduit {
 
     /// Handles one completion.
     pub(super) fn settle(&self, h: &mut Host, c: Completion) {
-        let Some((ctx, w)) = h.waiting.remove(&c.tag) else {
-            return;
+        let (ctx, w) = if c.tag & COUNT_TAG != 0 {
+            (c.tag & !COUNT_TAG, Waiter::Count)
+        } else {
+            match h.waiting.remove(&c.tag) {
+                Some(e) => e,
+                None => return,
+            }
         };
         if let Some(st) = h.ctxs.get_mut(ctx as usize) {
             st.outstanding = st.outstanding.saturating_sub(1);
@@ -223,8 +246,10 @@ impl FpgaConduit {
         n
     }
 
+    /// A tag for a command whose completion has an entry in
+    /// [`Host::waiting`]: nonzero and below [`COUNT_TAG`].
     pub(super) fn fresh_tag(h: &mut Host) -> u32 {
-        h.next_tag = h.next_tag.wrapping_add(1).max(1);
+        h.next_tag = (h.next_tag.wrapping_add(1) & !COUNT_TAG).max(1);
         h.next_tag
     }
 
@@ -311,8 +336,7 @@ impl FpgaConduit {
             let data = unsafe { std::slice::from_raw_parts(src, len) };
             let inline = Inline::new(data)
                 .map_err(|_| ConduitError::Unsupported("inline put longer than 32 bytes"))?;
-            let tag = Self::fresh_tag(&mut h);
-            h.expect(ctx, tag, Waiter::Count);
+            let tag = h.counted(ctx);
             let d = Descriptor::Put {
                 common: Self::common(tag, true),
                 target: pe as NodeId,
@@ -432,8 +456,13 @@ impl FpgaConduit {
         let tag = {
             let mut h = self.lock();
             h.ctx(ctx)?;
-            let tag = Self::fresh_tag(&mut h);
-            h.expect(ctx, tag, if fetch { Waiter::Keep } else { Waiter::Count });
+            let tag = if fetch {
+                let tag = Self::fresh_tag(&mut h);
+                h.expect(ctx, tag, Waiter::Keep);
+                tag
+            } else {
+                h.counted(ctx)
+            };
             let d = Descriptor::Amo {
                 common: Common {
                     tag,

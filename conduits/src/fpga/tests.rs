@@ -558,3 +558,29 @@ fn a_board_whose_uptime_stands_still_is_reported() {
     );
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 }
+
+#[test]
+fn a_failed_inline_put_is_reported_by_its_own_contexts_quiet() {
+    let b = TestBoards::start("ctx-error", 2, Fault::None);
+    let cs: Vec<FpgaConduit> = (0..2).map(|r| open(&b, r, 1 << 20)).collect();
+    let c = &cs[0];
+    let (bad, good) = (c.ctx_create().unwrap(), c.ctx_create().unwrap());
+    let past = c.segment_len() as u64 * 64;
+    // Inline puts and a non-fetching atomic: counted completions, no tag
+    // entries; the one past PE 1's segment fails at its board.
+    c.raw_put(bad, 1, past, [7u8; 8].as_ptr(), 8).unwrap();
+    c.raw_put(good, 1, 256, [9u8; 8].as_ptr(), 8).unwrap();
+    c.atomic(good, 1, 128, AmoOp::Add, AmoWidth::W64, 3, 0)
+        .unwrap();
+    c.quiet(good).unwrap();
+    assert_eq!(cs[1].load64(128), 3);
+    assert_eq!(cs[1].load64(256), u64::from_ne_bytes([9; 8]));
+    let e = c.quiet(bad).expect_err("the put past the segment fails");
+    assert!(
+        matches!(e, ConduitError::PeerFailed { pe: 1, .. }),
+        "the error names the target PE: {e}"
+    );
+    assert_eq!(c.outstanding(bad).unwrap(), 0);
+    c.quiet(bad).unwrap();
+    assert!(c.lock().waiting.is_empty(), "no tag entries are left");
+}
