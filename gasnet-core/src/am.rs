@@ -22,8 +22,10 @@ pub struct AmMessage<'a> {
     pub handler: u8,
     /// Its 32-bit arguments (at most [`MAX_ARGS`]).
     pub args: &'a [u32],
-    /// Medium: the bounce-buffer bytes. Long: the bytes as written into the
-    /// segment at [`AmMessage::offset`]. Short: empty.
+    /// Medium: the bounce-buffer bytes. Long: a private copy of the bytes
+    /// as written into the segment at [`AmMessage::offset`] (never a view
+    /// of the segment, which peers may write while the handler runs).
+    /// Short: empty.
     pub payload: &'a [u8],
     /// Long: the segment offset the payload was written at. Otherwise 0.
     pub offset: u64,

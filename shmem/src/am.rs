@@ -217,40 +217,21 @@ impl Token<'_, '_> {
     }
 }
 
-/// Wraps a user handler: the Long payload copied out of the segment, the
-/// handler rule set for its duration.
+/// Wraps a user handler: the handler rule set for its duration.
 fn wrap<F>(rt: &'static Runtime, f: F) -> HandlerFn
 where
     F: Fn(&mut Token<'_, '_>, &Message<'_>) + Send + Sync + 'static,
 {
     Arc::new(
         move |tok: &mut gasnet_core::Token<'_>, msg: &AmMessage<'_>| {
-            let copy;
-            let payload: &[u8] = if msg.category == Category::Long {
-                let len = msg.payload.len();
-                let mut v = vec![0u8; len];
-                // SAFETY: the conduit checked that `offset..offset + len` lies
-                // in this PE's segment, mapped while the runtime lives; it is
-                // copied through a raw pointer into the private `v`, so no
-                // reference to memory that peers may write reaches the user.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        rt.local_addr(msg.offset as usize),
-                        v.as_mut_ptr(),
-                        len,
-                    )
-                };
-                copy = v;
-                &copy
-            } else {
-                msg.payload
-            };
             let m = Message {
                 src_pe: msg.src as usize,
                 category: msg.category,
                 is_reply: msg.direction == Direction::Reply,
                 args: msg.args,
-                payload,
+                // Private to this handler on every conduit (a copy for
+                // Long), `spec/conduit.md` section 5.
+                payload: msg.payload,
                 offset: msg.offset as usize,
             };
             let _in = InHandler::enter();

@@ -160,6 +160,11 @@ impl SmpConduit {
             ))
         })?;
         let h = m.header;
+        // A Long payload lies in this PE's segment, where any PE may write
+        // while the handler runs: the handler gets a copy, never a
+        // reference into shared memory (as on ipv6 and fpga, whose handlers
+        // read the received packet).
+        let long: Vec<u8>;
         let payload: &[u8] = match h.category {
             Category::Long => {
                 check_range(
@@ -169,16 +174,22 @@ impl SmpConduit {
                     h.len as usize,
                     self.segment_len,
                 )?;
+                let mut v = vec![0u8; h.len as usize];
                 // SAFETY: the range was checked against this PE's segment,
-                // which is mapped for the conduit's lifetime; the sender
-                // wrote the bytes before publishing the message (Release/
-                // Acquire on the slot sequence).
+                // which is mapped for the conduit's lifetime, and `v` is a
+                // distinct allocation of `h.len` bytes; the copy goes
+                // through raw pointers, so no reference to the shared bytes
+                // exists. The sender wrote them before publishing the
+                // message (Release/Acquire on the slot sequence).
                 unsafe {
-                    std::slice::from_raw_parts(
+                    std::ptr::copy_nonoverlapping(
                         self.segs[self.rank].add(h.offset as usize),
-                        h.len as usize,
+                        v.as_mut_ptr(),
+                        v.len(),
                     )
-                }
+                };
+                long = v;
+                &long
             }
             _ => m.medium,
         };
