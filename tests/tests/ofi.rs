@@ -1,9 +1,10 @@
 //! The ofi conduit (libfabric) on this host's providers: `tcp;ofi_rxm` on
 //! the loopback domain and `shm`, through `oshrun --conduit ofi` at 1, 2,
 //! 4 and 5 PEs — shmem's api_check, coll_check, the examples and the C
-//! tests must give exact results — plus failure handling (a vanished PE
-//! is named, global_exit ends every PE, a provider that does not exist is
-//! a clear error) and a job across network namespaces over tcp.
+//! tests must give exact results — plus failure handling on both (a PE
+//! killed or erring out is named, global_exit ends every PE, a provider
+//! that does not exist is a clear error), and the same programs and
+//! failures with tcp across three network namespaces.
 //!
 //! `udp;ofi_rxd` is not in the matrix: with Debian's libfabric 1.17 it
 //! corrupts packets of coll_check's alltoalls (see the README).
@@ -71,15 +72,21 @@ fn api_check_on_every_provider_at_1_2_4_5_pes() {
     }
 }
 
-/// coll_check at 2, 4 and 5 PEs on tcp, at 2 on shm: with 4 and 5 PEs on
-/// this machine's 2 cores, shm's manual progress (polled by a sleeping
-/// progress thread) makes a run take 20-45 s; see the README.
+/// coll_check's arguments at `n` PEs: the whole check at 2, `quick` (the
+/// reductions on a few types, no thread test) at more, where polled
+/// progress on this machine's 2 cores makes a whole run take about a minute
+/// under load (see the README).
+fn coll_args(n: usize) -> &'static [&'static str] {
+    if n <= 2 { &[] } else { &["quick"] }
+}
+
+/// coll_check at 2, 4 and 5 PEs on both providers.
 #[test]
-fn coll_check_on_tcp_at_2_4_5_pes_and_shm_at_2() {
+fn coll_check_on_every_provider_at_2_4_5_pes() {
     let p = example("coll_check");
-    for (env, sizes) in [(PROVIDERS[0], &SIZES[..]), (PROVIDERS[1], &[2][..])] {
-        for &n in sizes {
-            let out = ofi_job(n, &p, &["quick"], env);
+    for env in PROVIDERS {
+        for n in SIZES {
+            let out = ofi_job(n, &p, coll_args(n), env);
             assert_eq!(out.code(), Some(0), "{env:?} at {n}: {out:?}");
             for r in 0..n {
                 let line = format!("coll_check: PE {r} of {n} ok");
@@ -95,12 +102,7 @@ fn coll_check_on_tcp_at_2_4_5_pes_and_shm_at_2() {
 #[test]
 fn examples_on_every_provider_at_2_4_5_pes() {
     for env in PROVIDERS {
-        for (name, want) in [
-            ("hello", "hello: "),
-            ("ring", "ring: token made"),
-            ("matmul", "matmul n=96"),
-            ("histogram", "histogram: every bin matches"),
-        ] {
+        for (name, want) in EXAMPLES {
             let p = any_bin(name);
             for n in SIZES {
                 let out = ofi_job(n, &p, &[], env);
@@ -136,15 +138,7 @@ fn compile(name: &str) -> PathBuf {
 
 #[test]
 fn c_tests_on_every_provider_at_2_4_5_pes() {
-    for name in [
-        "rma",
-        "atomics",
-        "signal",
-        "coll",
-        "wait",
-        "static_data",
-        "ctx",
-    ] {
+    for name in C_TESTS {
         let exe = compile(name);
         for env in PROVIDERS {
             for n in SIZES {
@@ -305,17 +299,18 @@ fn blames_pe_1(out: &str, what: &str) {
 }
 
 /// PE 1 killed (SIGKILL) or erring out mid-run, at 2, 4 and 5 PEs on
-/// loopback tcp: oshrun exits non-zero naming PE 1, within the bound.
+/// each provider on loopback: oshrun exits non-zero naming PE 1, within
+/// the bound.
 #[test]
 fn a_pe_that_dies_or_errs_ends_the_job_naming_it() {
-    for n in SIZES {
+    for (env, n) in PROVIDERS.iter().flat_map(|&e| SIZES.map(|n| (e, n))) {
         for kind in FAILURES {
-            let what = format!("{kind} at {n} PEs");
+            let what = format!("{kind} at {n} PEs on {env:?}");
             let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
             let id = unique_job_id("ofx");
             let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", "ofi", "--job-id", &id]);
             cmd.arg(example("fault")).args(["crash", kind]);
-            for (k, v) in PROVIDERS[0] {
+            for (k, v) in env {
                 cmd.env(k, v);
             }
             let (start, start_ms) = (Instant::now(), unix_ms());
@@ -456,8 +451,28 @@ impl Hosts {
     }
 }
 
-/// api_check at 2, 4 and 5 PEs, coll_check, a C test, matmul and a
-/// global exit, each PE in the namespace of node r mod 3.
+/// The C tests of `tests/c`.
+const C_TESTS: [&str; 7] = [
+    "rma",
+    "atomics",
+    "signal",
+    "coll",
+    "wait",
+    "static_data",
+    "ctx",
+];
+
+/// The examples run on every provider, with the line each prints ending in
+/// `OK`.
+const EXAMPLES: [(&str, &str); 4] = [
+    ("hello", "hello: "),
+    ("ring", "ring: token made"),
+    ("matmul", "matmul n=96"),
+    ("histogram", "histogram: every bin matches"),
+];
+
+/// api_check, coll_check, the C tests and the examples at 2, 4 and 5 PEs,
+/// and a global exit, each PE in the namespace of node r mod 3.
 #[test]
 fn tcp_across_three_network_namespaces() {
     let hosts = Hosts::build();
@@ -466,29 +481,35 @@ fn tcp_across_three_network_namespaces() {
             assert_eq!(o.code(), Some(0), "{what} PE {r}: {o:?}");
         }
     };
+    let all = |outs: &[RunOutput]| -> String { outs.iter().map(|o| o.stdout.as_str()).collect() };
+    let c_tests: Vec<(&str, PathBuf)> = C_TESTS.iter().map(|&t| (t, compile(t))).collect();
     for n in SIZES {
         let outs = hosts.job(n, &example("api_check"), &[]);
         ok(&outs, "api_check");
         let tail = format!("checks on each of {n} PEs passed");
         assert!(outs[0].stdout.contains(&tail), "{:?}", outs[0]);
+        let outs = hosts.job(n, &example("coll_check"), coll_args(n));
+        ok(&outs, "coll_check");
+        for (r, o) in outs.iter().enumerate() {
+            let line = format!("coll_check: PE {r} of {n} ok");
+            assert!(o.stdout.contains(&line), "{o:?}");
+        }
+        for (name, exe) in &c_tests {
+            let outs = hosts.job(n, exe, &[]);
+            let what = format!("C {name} at {n}");
+            ok(&outs, &what);
+            let line = format!("{name}: ok on {n} PEs");
+            assert!(all(&outs).lines().any(|l| l == line), "{what}: {outs:?}");
+        }
+        for (name, want) in EXAMPLES {
+            let outs = hosts.job(n, &any_bin(name), &[]);
+            let what = format!("{name} at {n}");
+            ok(&outs, &what);
+            let text = all(&outs);
+            let l: Vec<&str> = text.lines().filter(|l| l.starts_with(want)).collect();
+            assert!(l.len() == 1 && l[0].ends_with("OK"), "{what}: {outs:?}");
+        }
     }
-    let outs = hosts.job(5, &example("coll_check"), &["quick"]);
-    ok(&outs, "coll_check");
-    for (r, o) in outs.iter().enumerate() {
-        let line = format!("coll_check: PE {r} of 5 ok");
-        assert!(o.stdout.contains(&line), "{o:?}");
-    }
-    let outs = hosts.job(4, &compile("coll"), &[]);
-    ok(&outs, "C coll");
-    assert!(
-        outs[0].stdout.contains("coll: ok on 4 PEs"),
-        "{:?}",
-        outs[0]
-    );
-    let outs = hosts.job(4, &any_bin("matmul"), &[]);
-    ok(&outs, "matmul");
-    let all: String = outs.iter().map(|o| o.stdout.as_str()).collect();
-    assert!(all.contains("max |error| = 0 OK"), "{all}");
     // global_exit from one PE ends the PEs of every node with its status.
     let outs = hosts.job(3, &example("smp_fail"), &["global-exit", "7"]);
     for (r, o) in outs.iter().enumerate() {
