@@ -2,8 +2,8 @@
 //! Open MPI's `mpirun` (its PMIx server bootstraps the job) and Slurm's
 //! `srun` on a one-node cluster this test starts (`--mpi=pmix`, and
 //! `--mpi=pmi2`, whose server also speaks PMI-1). Each job runs on the
-//! ipv6 conduit, which a launcher selects (one also on ofi); results must
-//! be exact.
+//! ipv6 conduit, which a launcher selects (one under each launcher also
+//! on ofi); results must be exact.
 
 use fshmem_tests::{any_bin, example, run, slurm::Slurm};
 use std::path::Path;
@@ -118,6 +118,23 @@ fn slurm_srun_bootstraps_over_pmix_and_pmi2() {
         let want = format!("smp_check: PE {r} of 4 ok");
         assert!(out.stdout.lines().any(|l| l == want), "{out:?}");
     }
+    // The ofi conduit (tcp;ofi_rxm on loopback) started by srun.
+    let out = run(
+        slurm
+            .srun(&[
+                "-n".as_ref(),
+                "4".as_ref(),
+                "--mpi=pmix".as_ref(),
+                example("api_check").as_os_str(),
+            ])
+            .env("FSHMEM_CONDUIT", "ofi")
+            .env("FSHMEM_OFI_PROVIDER", "tcp;ofi_rxm")
+            .env("FSHMEM_OFI_DOMAIN", "lo")
+            .env("SHMEM_INFO", "1"),
+        TIMEOUT,
+    );
+    passed(&out, 4);
+    assert!(out.stdout.contains("provider tcp;ofi_rxm"), "{out:?}");
     // 5 PEs through Slurm's PMI-2 plugin, which serves PMI-1 clients.
     let out = run(
         &mut slurm.srun(&[
