@@ -46,7 +46,7 @@ impl Slurm {
     pub fn start(tag: &str) -> Slurm {
         let dir = std::env::temp_dir().join(format!("fshmem-slurm-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        for d in ["munge", "state", "spool"] {
+        for d in ["munge", "state", "spool", "tmp"] {
             std::fs::create_dir_all(dir.join(d)).expect("create the Slurm directories");
         }
         use std::os::unix::fs::PermissionsExt;
@@ -80,6 +80,10 @@ impl Slurm {
             ]),
         );
         let (ctld_port, slurmd_port) = (free_port(), free_port());
+        // TmpFS in the cluster's directory: the PMIx plugin makes a
+        // directory per step under it, named by job id, and job ids start
+        // at 1 in every new cluster, so one that an earlier cluster left
+        // in /tmp fails the step that reuses its id.
         let conf = format!(
             "ClusterName=fshmemtest\n\
              SlurmctldHost=localhost(127.0.0.1)\n\
@@ -92,6 +96,7 @@ impl Slurm {
              SlurmdPort={slurmd_port}\n\
              StateSaveLocation={d}/state\n\
              SlurmdSpoolDir={d}/spool\n\
+             TmpFS={d}/tmp\n\
              SlurmctldPidFile={d}/slurmctld.pid\n\
              SlurmdPidFile={d}/slurmd.pid\n\
              SlurmctldLogFile={d}/slurmctld.log\n\
