@@ -147,6 +147,14 @@ pub fn tell_launcher_failed(pe: usize) {
     let _ = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
 }
 
+/// The name of rank `rank`'s shared-memory region when the ofi conduit
+/// runs on libfabric's `shm` provider: a file of the job in `/dev/shm`
+/// (`fshmem-<job>-ofi<rank>`), which launchers remove with the job's other
+/// files however the job ended.
+pub fn ofi_shm_name(job_id: &str, rank: usize) -> String {
+    format!("fshmem-{job_id}-ofi{rank}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -338,6 +338,14 @@ fn a_pe_that_dies_or_errs_ends_the_job_naming_it() {
                     || out.stderr.contains("after PE 1 failed"),
                 "oshrun does not name PE 1: {ctx}"
             );
+            // Nothing of the job is left in /dev/shm: shm's region of the
+            // killed PE is one of the job's files, which oshrun removes.
+            let left: Vec<String> = std::fs::read_dir("/dev/shm")
+                .expect("read /dev/shm")
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&format!("fshmem-{id}-")))
+                .collect();
+            assert!(left.is_empty(), "{what}: left in /dev/shm: {left:?}");
         }
     }
 }

@@ -297,6 +297,17 @@ pub unsafe fn enable(f: *mut fid) -> c_int {
     )
 }
 
+/// `fi_setname(&ep->fid, addr, len)`.
+///
+/// # Safety
+/// `ep` live and not yet enabled; `addr` readable for `len` bytes.
+pub unsafe fn setname(ep: *mut fid_ep, addr: *mut c_void, len: usize) -> c_int {
+    // SAFETY: per this function's contract.
+    let fid = unsafe { &mut (*ep).fid as *mut fid };
+    // SAFETY: per this function's contract.
+    call!(ep => cm, setname(fid, addr, len))
+}
+
 /// `fi_getname(&ep->fid, addr, &len)`.
 ///
 /// # Safety

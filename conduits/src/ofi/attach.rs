@@ -11,8 +11,33 @@ impl OfiConduit {
         rank: usize,
         size: usize,
         segment: SegmentRequest,
+        boot: Box<dyn Bootstrap>,
+        settings: &Settings,
+    ) -> Result<OfiConduit> {
+        Self::join(rank, size, segment, boot, settings, None)
+    }
+
+    /// [`OfiConduit::attach_with`], naming the endpoint `shm_name` when the
+    /// provider is `shm` (a job's file, [`crate::job::ofi_shm_name`], so
+    /// that a launcher removes what a PE that died left behind).
+    pub fn attach_named(
+        rank: usize,
+        size: usize,
+        segment: SegmentRequest,
+        boot: Box<dyn Bootstrap>,
+        settings: &Settings,
+        shm_name: &str,
+    ) -> Result<OfiConduit> {
+        Self::join(rank, size, segment, boot, settings, Some(shm_name))
+    }
+
+    fn join(
+        rank: usize,
+        size: usize,
+        segment: SegmentRequest,
         mut boot: Box<dyn Bootstrap>,
         settings: &Settings,
+        shm_name: Option<&str>,
     ) -> Result<OfiConduit> {
         let segment_len = segment.len();
         crate::bootstrap::check_shape("ofi", rank, size, boot.as_ref())?;
@@ -20,6 +45,7 @@ impl OfiConduit {
             rank,
             settings.ofi_provider.as_deref(),
             settings.ofi_domain.as_deref(),
+            shm_name,
         )?;
         let seg = match segment {
             SegmentRequest::Own(len) => Segment::new(len)?,

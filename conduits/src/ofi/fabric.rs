@@ -103,7 +103,19 @@ impl Fabric {
     /// Chooses a provider (`provider`, e.g. `tcp;ofi_rxm`, or the first
     /// `fi_getinfo` offers), on `domain` if given, and opens fabric,
     /// domain, endpoint, address vector, completion queue and counter.
-    pub fn open(rank: usize, provider: Option<&str>, domain: Option<&str>) -> Result<Fabric> {
+    ///
+    /// `shm_name` names the endpoint when the provider is `shm`: its
+    /// shared-memory region is then `/dev/shm/<shm_name>`, which the
+    /// launcher removes with the job's other files if the PE dies. (Left
+    /// to itself, shm names a region after the process id, and a region a
+    /// killed process left behind refuses every later process that gets
+    /// the same pid: `fi_enable` fails with "Device or resource busy".)
+    pub fn open(
+        rank: usize,
+        provider: Option<&str>,
+        domain: Option<&str>,
+        shm_name: Option<&str>,
+    ) -> Result<Fabric> {
         let api = api::api().map_err(|e| ConduitError::Bootstrap(format!("PE {rank}: {e}")))?;
         let (maj, min) = api.version();
         if (maj, min) < (1, 17) {
@@ -172,11 +184,18 @@ impl Fabric {
             f.caps.mr_mode = (*i.domain_attr).mr_mode as u32;
             f.caps.max_msg = (*i.ep_attr).max_msg_size;
         }
-        f.open_objects()?;
+        let name = match shm_name {
+            Some(n) if f.caps.provider == "shm" => Some(
+                CString::new(n)
+                    .map_err(|_| ConduitError::Bootstrap(format!("PE {rank}: shm name {n:?}")))?,
+            ),
+            _ => None,
+        };
+        f.open_objects(name.as_deref())?;
         Ok(f)
     }
 
-    fn open_objects(&mut self) -> Result<()> {
+    fn open_objects(&mut self, name: Option<&CStr>) -> Result<()> {
         let ck = |f: &Fabric, call: &str, rc: i32| -> Result<()> {
             if rc != 0 {
                 Err(f.err(call, rc as isize))
@@ -229,6 +248,11 @@ impl Fabric {
             ck(self, "fi_ep_bind(cq)", rc)?;
             let rc = api::bind(ep, &mut (*self.cntr).fid, (FI_WRITE | FI_READ) as u64);
             ck(self, "fi_ep_bind(cntr)", rc)?;
+            if let Some(n) = name {
+                let b = n.to_bytes_with_nul();
+                let rc = api::setname(self.ep, b.as_ptr().cast_mut().cast(), b.len());
+                ck(self, "fi_setname", rc)?;
+            }
             let rc = api::enable(ep);
             ck(self, "fi_enable", rc)?;
         }

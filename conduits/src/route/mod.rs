@@ -77,10 +77,9 @@ pub trait OnNode: Conduit {
 /// bootstrap the router already used (for the host keys), serving a
 /// segment the on-node conduit allocated.
 pub trait OffNode: Conduit {
-    /// Attaches PE `rank` of `size` through `boot`, with `segment`.
+    /// Attaches `job`'s PE through `boot`, with `segment`.
     fn attach_boot(
-        rank: usize,
-        size: usize,
+        job: &JobEnv,
         segment: SegmentRequest,
         boot: Box<dyn Bootstrap>,
         settings: &Settings,
@@ -101,26 +100,25 @@ impl OnNode for crate::smp::SmpConduit {
 #[cfg(feature = "ipv6")]
 impl OffNode for crate::ipv6::Ipv6Conduit {
     fn attach_boot(
-        rank: usize,
-        size: usize,
+        job: &JobEnv,
         segment: SegmentRequest,
         boot: Box<dyn Bootstrap>,
         settings: &Settings,
     ) -> Result<Self> {
-        crate::ipv6::Ipv6Conduit::attach_with(rank, size, segment, boot, settings)
+        crate::ipv6::Ipv6Conduit::attach_with(job.rank, job.size, segment, boot, settings)
     }
 }
 
 #[cfg(feature = "ofi")]
 impl OffNode for crate::ofi::OfiConduit {
     fn attach_boot(
-        rank: usize,
-        size: usize,
+        job: &JobEnv,
         segment: SegmentRequest,
         boot: Box<dyn Bootstrap>,
         settings: &Settings,
     ) -> Result<Self> {
-        crate::ofi::OfiConduit::attach_with(rank, size, segment, boot, settings)
+        let shm_name = crate::job::ofi_shm_name(&job.job_id, job.rank);
+        crate::ofi::OfiConduit::attach_named(job.rank, job.size, segment, boot, settings, &shm_name)
     }
 }
 
@@ -153,7 +151,7 @@ pub fn attach<On: OnNode, Off: OffNode>(
     };
     if hosts.none_shared() {
         return Ok(Attached::Plain(Off::attach_boot(
-            job.rank, job.size, segment, boot, settings,
+            job, segment, boot, settings,
         )?));
     }
     Routed::attach_with(job, segment, settings, boot, hosts).map(Attached::Routed)
@@ -264,7 +262,7 @@ impl<On: OnNode, Off: OffNode> Routed<On, Off> {
         let backing = on.segment_backing().ok_or(ConduitError::Unsupported(
             "route: the on-node conduit's segment has no backing file",
         ))?;
-        let off = Off::attach_boot(rank, size, SegmentRequest::Over(backing), boot, settings)?;
+        let off = Off::attach_boot(job, SegmentRequest::Over(backing), boot, settings)?;
         if off.segment_len() != on.segment_len() {
             return Err(ConduitError::Bootstrap(format!(
                 "route: PE {rank}: the off-node segment is {} bytes, the on-node one {}",

@@ -66,7 +66,8 @@ fn is_job_file(name: &str, job_id: &str) -> bool {
             None => return false,
         },
     };
-    rest == "ctl" || digits(rest)
+    // The ofi conduit's shm regions (crate::job::ofi_shm_name) too.
+    rest == "ctl" || digits(rest) || rest.strip_prefix("ofi").is_some_and(digits)
 }
 
 /// Removes every file of job `job_id` ([`job_files`]); returns how many were
@@ -232,6 +233,8 @@ mod tests {
             "fshmem-a-3",
             "fshmem-a.h0-ctl",
             "fshmem-a.h12-7",
+            "fshmem-a-ofi0",
+            "fshmem-a.h1-ofi12",
         ] {
             assert!(is_job_file(n, "a"), "{n}");
         }
@@ -243,6 +246,9 @@ mod tests {
             "fshmem-a.h-ctl",
             "fshmem-a.hx-3",
             "fshmem-a.h1-board0",
+            "fshmem-a-ofi",
+            "fshmem-a-ofix",
+            "fshmem-ab-ofi1",
             "other-a-3",
         ] {
             assert!(!is_job_file(n, "a"), "{n}");
