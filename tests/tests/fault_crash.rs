@@ -14,9 +14,14 @@ use fshmem_tests::{
 };
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The bound on "the others stop within 2 s", plus scheduling margin for
-/// 4 PEs on 2 shared cores.
-const STOP_BOUND_MS: u128 = 2_500;
+/// The bound on "the others stop within 2 s". The job ends by design well
+/// inside it: oshrun collects a failed PE's exit status at once (SIGCHLD
+/// through `sigtimedwait`), SIGTERMs the others (SIGKILL 400 ms later), and
+/// a PE that sees a peer of its host vanish leaves naming it; no path waits
+/// for a network timeout. Measured on 2 loaded cores: 17-120 ms from
+/// SIGKILL to oshrun's exit at 2 hosts x 2 PEs; a panic with
+/// `RUST_BACKTRACE=1` takes 0.2-0.7 s, most of it symbolising the trace.
+const STOP_BOUND_MS: u128 = 2_000;
 
 fn now_ms() -> u128 {
     SystemTime::now()
@@ -84,6 +89,7 @@ fn crash_with(conduit: &str, oshrun_args: &[&str], kind: &str) {
             .unwrap_or_else(|| panic!("no failure time: {ctx}"))
     });
     let took = ended.saturating_sub(failed_at);
+    eprintln!("{conduit} {oshrun_args:?} {kind}: the job ended {took} ms after the failure");
     assert!(
         took < STOP_BOUND_MS,
         "{ctx}: the job ended {took} ms after the failure"
@@ -190,11 +196,18 @@ fn fpga_crashes_end_the_job() {
 /// `_exit(0)` on `conduit`: oshrun sees a success, so the other PEs must
 /// notice by themselves — within 2 s, naming PE 1 — and the job fails.
 fn vanish(conduit: &str) {
+    vanish_with(conduit, &[]);
+}
+
+/// [`vanish`] with more oshrun options.
+fn vanish_with(conduit: &str, oshrun_args: &[&str]) {
     let id = unique_job_id("vx");
     let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", conduit, "--job-id", &id]);
-    cmd.arg(example("fault")).args(["crash", "raw-exit0"]);
+    cmd.args(oshrun_args)
+        .arg(example("fault"))
+        .args(["crash", "raw-exit0"]);
     let out = finish(spawn(&mut cmd), Duration::from_secs(30));
-    let ctx = format!("{conduit}: {out:?}");
+    let ctx = format!("{conduit} {oshrun_args:?}: {out:?}");
     assert_ne!(out.code(), Some(0), "{ctx}");
     let failed_at: u128 = out
         .stdout
@@ -219,6 +232,10 @@ fn vanish(conduit: &str) {
         "oshrun does not name PE 1: {ctx}"
     );
     for (at, msg) in &detected {
+        eprintln!(
+            "{conduit} {oshrun_args:?} vanish: detected {} ms after the failure",
+            at.saturating_sub(failed_at)
+        );
         assert!(msg.contains("PE 1 failed"), "{ctx}");
         assert!(
             at.saturating_sub(failed_at) < STOP_BOUND_MS,
@@ -235,6 +252,13 @@ fn vanish(conduit: &str) {
 fn ipv6_and_fpga_peers_detect_a_pe_that_vanished_with_status_0() {
     vanish("ipv6");
     vanish("fpga");
+}
+
+/// 2 hosts x 2 PEs: PE 1's host neighbour PE 0 sees its process gone and
+/// leaves naming it; oshrun then stops the other host's PEs.
+#[test]
+fn a_pe_that_vanished_with_status_0_ends_a_job_of_two_hosts() {
+    vanish_with("ipv6", &["--hosts", "2", "--host-net", "loopback"]);
 }
 
 #[test]
