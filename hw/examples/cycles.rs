@@ -93,8 +93,8 @@ fn tx(ty: u8) -> impl Fn(&Event) -> bool {
     move |e| matches!(e, Event::TxStart(_, t) if *t == ty)
 }
 
-fn rx(e: &Event) -> bool {
-    matches!(e, Event::RxStart(_))
+fn rx(ty: u8) -> impl Fn(&Event) -> bool {
+    move |e| matches!(e, Event::RxStart(_, t) if *t == ty)
 }
 
 /// One operation's round trip, split.
@@ -129,10 +129,10 @@ fn main() {
     };
     let (b, t0, t1) = run(&mut net, &put);
     let req_flit = at(&t0, b, tx(0x03));
-    let arrive = at(&t1, 0, rx);
+    let arrive = at(&t1, 0, rx(0x03));
     let write = at(&t1, arrive, |e| *e == Event::MemWrite);
     let resp_flit = at(&t1, arrive, tx(0x11));
-    let back = at(&t0, resp_flit, rx);
+    let back = at(&t0, resp_flit, rx(0x11));
     let done = at(&t0, b, |e| *e == Event::Msi);
     let put_split = Split {
         total: done - b,
@@ -156,9 +156,9 @@ fn main() {
     };
     let (b, g0, g1) = run(&mut net, &get);
     let gflit = at(&g0, b, tx(0x01));
-    let garrive = at(&g1, 0, rx);
+    let garrive = at(&g1, 0, rx(0x01));
     let gresp = at(&g1, garrive, tx(0x12).or_long());
-    let gback = at(&g0, gresp, rx);
+    let gback = at(&g0, gresp, rx(0x12).or_long_rx());
     let gdone = at(&g0, b, |e| *e == Event::Msi);
     let get_split = Split {
         total: gdone - b,
@@ -178,9 +178,9 @@ fn main() {
     };
     let (b, a0, a1) = run(&mut net, &amo);
     let aflit = at(&a0, b, tx(0x01));
-    let aarrive = at(&a1, 0, rx);
+    let aarrive = at(&a1, 0, rx(0x01));
     let aresp = at(&a1, aarrive, tx(0x11));
-    let aback = at(&a0, aresp, rx);
+    let aback = at(&a0, aresp, rx(0x11));
     let adone = at(&a0, b, |e| *e == Event::Msi);
     let amo_split = Split {
         total: adone - b,
@@ -270,11 +270,16 @@ fn main() {
 
 trait OrLong {
     fn or_long(self) -> Box<dyn Fn(&Event) -> bool>;
+    fn or_long_rx(self) -> Box<dyn Fn(&Event) -> bool>;
 }
 
 impl<F: Fn(&Event) -> bool + 'static> OrLong for F {
-    /// Also matches a Long reply (a get's reply is Medium or Long).
+    /// Also matches a Long reply leaving (a get's reply is Medium or Long).
     fn or_long(self) -> Box<dyn Fn(&Event) -> bool> {
         Box::new(move |e| self(e) || matches!(e, Event::TxStart(_, 0x13)))
+    }
+    /// Also matches a Long reply arriving.
+    fn or_long_rx(self) -> Box<dyn Fn(&Event) -> bool> {
+        Box::new(move |e| self(e) || matches!(e, Event::RxStart(_, 0x13)))
     }
 }
