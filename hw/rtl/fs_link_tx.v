@@ -137,7 +137,10 @@ module fs_link_tx #(
     wire          free_h = q_head != q_tail && ((h_sent && !h_age[31]) || dead[d_peer[hq]]);
 
     // ---- the sender --------------------------------------------------------------------
-    localparam [1:0] X_IDLE = 2'd0, X_SCAN = 2'd1, X_SEND = 2'd2;
+    // X_ARMED: a held frame's first beat is read and waits for its release,
+    // to leave in the release's own cycle; a control frame or retransmission
+    // wanted meanwhile disarms (the frame is armed again after it).
+    localparam [1:0] X_IDLE = 2'd0, X_SCAN = 2'd1, X_SEND = 2'd2, X_ARMED = 2'd3;
     reg  [1:0]    xs;
     reg  [QW:0]   r;            // retransmission scan position
     reg  [NB-1:0] r_peer;
@@ -181,16 +184,19 @@ module fs_link_tx #(
     wire go_nack = xs == X_IDLE && nack_req;
     wire go_ack  = xs == X_IDLE && !nack_req && ack_urgent;
     wire go_rt   = xs == X_IDLE && !nack_req && !ack_urgent && rt_valid;
-    // The next new frame may start: it is whole, or comes one beat a cycle;
-    // held, it has been released. go_now: the frame whose first beat is
-    // being written now, nothing before it.
     // Entries still being written.
     wire inc_sq  = w_mid && !w_drop && sq == q_last;
     wire inc_rq  = w_mid && !w_drop && rq == q_last;
+    // The next new frame may start: it is whole, or comes one beat a cycle;
+    // held, it has been released (else it is armed). go_now: the frame whose
+    // first beat is being written now, nothing before it.
     wire new_ok  = (!inc_sq || w_ct) && (!d_hold[sq] || rel_ok);
     wire now_ok  = commit && fo_ct && (!fo_hold || rel_ok);
     wire go_idle = xs == X_IDLE && !nack_req && !ack_urgent && !rt_valid;
     wire go_q1   = go_idle && q_send != q_tail && new_ok;
+    wire go_arm  = go_idle && q_send != q_tail && (!inc_sq || w_ct) && d_hold[sq] && !rel_ok;
+    wire launch  = xs == X_ARMED && rel_ok;
+    wire disarm  = xs == X_ARMED && !rel_ok && (nack_req || ack_urgent || rt_valid || dead[e_peer]);
     wire go_now  = go_idle && q_send == q_tail && now_ok;
     wire go_new  = go_q1 || go_now;
     wire go_lazy = go_idle && q_send == q_tail && !now_ok && ack_any;
@@ -201,9 +207,9 @@ module fs_link_tx #(
 
     assign rt_take   = go_rt;
     assign nack_sent = go_nack;
-    assign as_valid  = go_ctrl || go_data;
+    assign as_valid  = go_ctrl || go_data || launch;
     wire [NB-1:0] go_peer = go_now ? fo_peer : d_peer[go_q];
-    assign as_peer   = go_nack ? nack_peer[NB-1:0] : go_ctrl ? ack_peer[NB-1:0] : go_peer;
+    assign as_peer   = launch ? e_peer : go_nack ? nack_peer[NB-1:0] : go_ctrl ? ack_peer[NB-1:0] : go_peer;
     assign cnt_rtx   = go_rtx;
     wire [15:0] unused_peers = nack_peer ^ ack_peer ^ rt_peer;
 
@@ -231,16 +237,17 @@ module fs_link_tx #(
     wire [8:0] ctl_end = ctl_len + B[8:0] - 9'd1;
     /* verilator lint_on UNUSEDSIGNAL */
     // The ack carried by the frame starting now (peer looked up in fs_link_ctl).
-    assign q_peer = xs == X_SEND ? e_peer : (go_ctrl ? c_peer[NB-1:0] : go_peer);
+    assign q_peer = xs == X_SEND || xs == X_ARMED ? e_peer : (go_ctrl ? c_peer[NB-1:0] : go_peer);
     wire [31:0] q_ack_ctrl = q_ack;
 
     // Emission.
-    wire          e_active = xs == X_SEND;
+    wire          e_active = xs == X_SEND || launch;
     wire          have     = e_trail || (e_ram ? (occ != 2'd0 || inflight) : 1'b1);
     wire [DW-1:0] raw      = e_trail ? {DW{1'b0}} : e_ram ? (occ != 2'd0 ? oq0 : rdq) : vec[e_k[2:0]*DW +: DW];
     wire [LB-1:0] tail_lane = e_tail;
     wire          lastd    = !e_trail && e_k == e_n - 9'd1;   // the last data beat
-    wire          ack_now  = e_first && q_send == q_tail;
+    wire [QW:0]   q_sent   = xs == X_ARMED ? q_send + 1'b1 : q_send;
+    wire          ack_now  = e_first && q_sent == q_tail;
     reg  [DW-1:0] stamped;
     always @* begin
         stamped = raw;
@@ -288,8 +295,8 @@ module fs_link_tx #(
     // in the cycle it is).
     wire written = !e_live || rd_addr != b_wp[BW-1:0] || store;
     wire more  = e_active && e_ram && rd_left != 9'd0 && qbusy < 3'd2 && written;
-    wire issue = more || go_data;
-    wire [BW-1:0] raddr = go_now ? b_wp[BW-1:0] : go_data ? d_start[go_q] : rd_addr;
+    wire issue = more || go_data || go_arm;
+    wire [BW-1:0] raddr = go_now ? b_wp[BW-1:0] : go_data || go_arm ? d_start[go_q] : rd_addr;
 
     fs_sdp_ram #(.WIDTH(DW), .DEPTH(TXB)) ram (
         .clk(clk), .we(store), .waddr(b_wp[BW-1:0]), .wdata(fo_data),
@@ -335,9 +342,9 @@ module fs_link_tx #(
             // Held frames: a release counts up; a held frame sent for the
             // first time, dropped at its first beat or freed unsent counts down.
             rel_cnt <= rel_cnt + {3'd0, held_go}
-                     - {3'd0, go_q1 && d_hold[sq]} - {3'd0, go_now && fo_hold}
+                     - {3'd0, go_q1 && d_hold[sq]} - {3'd0, go_now && fo_hold} - {3'd0, launch}
                      - {3'd0, w_first && dead[fo_peer] && fo_hold}
-                     - {3'd0, free_h && !h_sent && d_hold[hq] && !(go_q1 && sq == hq)};
+                     - {3'd0, free_h && !h_sent && d_hold[hq] && !((go_q1 || launch) && sq == hq)};
             // Freeing the oldest frame.
             if (free_h) begin
                 q_head <= q_head + 1'b1;
@@ -365,6 +372,7 @@ module fs_link_tx #(
                 end
                 default: ;
             endcase
+            if (disarm) occ <= 2'd0;      // the armed first beat is read again later
             // Sender.
             case (xs)
                 X_IDLE: begin
@@ -383,12 +391,12 @@ module fs_link_tx #(
                         e_n <= fo_beats; e_tail <= fo_len[LB-1:0]; e_live <= 1'b1;
                         rd_addr <= b_wp[BW-1:0] + 1'b1; rd_left <= fo_beats - 9'd1;
                         q_send <= q_send + 1'b1;
-                    end else if (go_new) begin
-                        xs <= X_SEND; e_ram <= 1'b1; e_first <= 1'b1; e_rtx <= 1'b0;
+                    end else if (go_new || go_arm) begin
+                        xs <= go_arm ? X_ARMED : X_SEND; e_ram <= 1'b1; e_first <= 1'b1; e_rtx <= 1'b0;
                         e_peer <= d_peer[sq]; e_seq <= d_seq[sq]; e_k <= 9'd0; e_trail <= 1'b0;
                         e_n <= d_beats[sq]; e_tail <= d_len[sq][LB-1:0]; e_live <= inc_sq;
                         rd_addr <= d_start[sq] + 1'b1; rd_left <= d_beats[sq] - 9'd1;
-                        q_send <= q_send + 1'b1;
+                        if (go_new) q_send <= q_send + 1'b1;
                     end
                 end
                 X_SCAN: begin
@@ -401,6 +409,18 @@ module fs_link_tx #(
                         rd_addr <= d_start[rq] + 1'b1; rd_left <= d_beats[rq] - 9'd1;
                         r <= r + 1'b1;
                     end else r <= r + 1'b1;
+                end
+                X_ARMED: begin
+                    if (disarm) xs <= X_IDLE;
+                    if (launch) begin
+                        q_send <= q_send + 1'b1;
+                        xs <= X_SEND;
+                        if (fire) begin              // (a first beat is never a frame's last)
+                            crc <= crc_nx;
+                            if (lastd) e_trail <= 1'b1;
+                            else e_k <= e_k + 9'd1;
+                        end
+                    end
                 end
                 default: begin
                     if (fire) begin
