@@ -160,6 +160,15 @@ fn main() {
     let gresp = at(&g1, garrive, tx(0x12).or_long());
     let gback = at(&g0, gresp, rx(0x12).or_long_rx());
     let gdone = at(&g0, b, |e| *e == Event::Msi);
+    let gread = at(&g1, garrive, |e| matches!(e, Event::MemRead(_)));
+    let gwrite = at(&g0, gback, |e| *e == Event::MemWrite);
+    let get_rows = [
+        ("doorbell -> first flit of the GET frame", gflit - b),
+        ("GET arrival -> memory read issued", gread - garrive),
+        ("GET arrival -> first flit of its reply", gresp - garrive),
+        ("reply arrival -> payload written to memory", gwrite - gback),
+        ("reply arrival -> completion written", gdone - 1 - gback),
+    ];
     let get_split = Split {
         total: gdone - b,
         wire: (garrive - gflit) + (gback - gresp),
@@ -182,6 +191,15 @@ fn main() {
     let aresp = at(&a1, aarrive, tx(0x11));
     let aback = at(&a0, aresp, rx(0x11));
     let adone = at(&a0, b, |e| *e == Event::Msi);
+    let aread = at(&a1, aarrive, |e| matches!(e, Event::MemRead(_)));
+    let awrite = at(&a1, aread, |e| *e == Event::MemWrite);
+    let amo_rows = [
+        ("doorbell -> first flit of the AMO frame", aflit - b),
+        ("AMO arrival -> memory read issued", aread - aarrive),
+        ("AMO arrival -> new value written", awrite - aarrive),
+        ("AMO arrival -> first flit of its reply", aresp - aarrive),
+        ("reply arrival -> completion written", adone - 1 - aback),
+    ];
     let amo_split = Split {
         total: adone - b,
         wire: (aarrive - aflit) + (aback - aresp),
@@ -221,11 +239,17 @@ fn main() {
         o.mem_write
     );
     println!();
-    println!("{:<44} {:>7} {:>9}", "put, step by step", "cycles", "ns");
-    for (name, c) in put_rows {
-        println!("{name:<44} {c:>7} {:>9.1}", ns(c));
+    for (title, rows) in [
+        ("put 8 B, step by step", &put_rows[..]),
+        ("get 8 B, step by step", &get_rows[..]),
+        ("fetch-add 64-bit, step by step", &amo_rows[..]),
+    ] {
+        println!("{title:<44} {:>7} {:>9}", "cycles", "ns");
+        for (name, c) in rows {
+            println!("{name:<44} {c:>7} {:>9.1}", ns(*c));
+        }
+        println!();
     }
-    println!();
     println!(
         "{:<20} {:>7} {:>7} {:>7} {:>7} {:>9} {:>12} {:>14}",
         "round trip", "total", "core", "wire", "memory", "ns", "vs FSHMEM", "break-even link"

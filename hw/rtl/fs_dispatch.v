@@ -289,9 +289,11 @@ module fs_dispatch #(
     wire          w_in_ready;
     wire          w_in_valid = amo_wr ? 1'b1 : (st == S_BEATS && writing && in_pl && bt_vsel);
     wire          beat_take  = st == S_BEATS && bt_vsel && (!(writing && in_pl) || w_in_ready);
+    // A frame's first beat, when it holds no payload, is taken as the frame is.
+    wire          pick_take  = st == S_PICK && pick_any && bt_valid[pick] && p_beat != 9'd0;
     genvar g;
     generate for (g = 0; g < 4; g = g + 1) begin : ready_g
-        assign bt_ready[g] = sel == g[1:0] && beat_take;
+        assign bt_ready[g] = (sel == g[1:0] && beat_take) || (pick == g[1:0] && pick_take);
     end endgenerate
 
     wire w_err, w_idle_now;
@@ -486,7 +488,7 @@ module fs_dispatch #(
                     sel <= pick;
                     rr  <= pick + 2'd1;
                     f   <= fv;
-                    k   <= 9'd0;
+                    k   <= {8'd0, pick_take};
                     st  <= S_BEATS;
                     // Responses to this node's requests without a payload
                     // to land settle at once.

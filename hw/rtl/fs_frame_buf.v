@@ -32,7 +32,10 @@ module fs_frame_buf #(
     reg         inflight;
     wire [W-1:0] ram_q;
 
-    wire [AW:0] avail = cp - rp;
+    // Beats that may be read: the committed ones, and in the cycle of a
+    // commit those it commits that were written before it (returned in the
+    // next cycle, when they are committed).
+    wire [AW:0] avail = (commit ? wp : cp) - rp;
     wire        pop   = rd_valid && rd_ready;
     wire [2:0]  busy  = {1'b0, occ} + {2'b00, inflight} - {2'b00, pop};
     wire        issue = avail != {(AW+1){1'b0}} && busy < 3'd2;
