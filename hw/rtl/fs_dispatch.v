@@ -273,6 +273,8 @@ module fs_dispatch #(
     end
 
     // ---- memory: writes --------------------------------------------------------------
+    // The write of a frame's payload goes to the write engine as the frame
+    // is picked (wc_pick), or waits in wc_* while the engine is busy.
     reg           wc_valid;
     reg  [AW-1:0] wc_addr;
     reg  [16:0]   wc_len;
@@ -287,6 +289,7 @@ module fs_dispatch #(
     wire          bt_vsel = bt_valid[sel];
     wire          in_pl   = k >= p_beat && k < p_beat + p_beats;
     wire          w_in_ready;
+    wire          wc_pick = st == S_PICK && pick_any && w_en && f_plen != 17'd0 && !wc_valid;
     wire          w_in_valid = amo_wr ? 1'b1 : (st == S_BEATS && writing && in_pl && bt_vsel);
     wire          beat_take  = st == S_BEATS && bt_vsel && (!(writing && in_pl) || w_in_ready);
     // A frame's first beat, when it holds no payload, is taken as the frame is.
@@ -299,8 +302,9 @@ module fs_dispatch #(
     wire w_err, w_idle_now;
     fs_wr_stream #(.DW(DW), .AW(AW), .IDW(IDW), .ID(ID)) wr (
         .clk(clk), .rst(rst),
-        .cmd_valid(wc_valid), .cmd_ready(wc_ready), .cmd_addr(wc_addr), .cmd_len(wc_len),
-        .cmd_lane(wc_lane),
+        .cmd_valid(wc_valid || wc_pick), .cmd_ready(wc_ready),
+        .cmd_addr(wc_valid ? wc_addr : w_addr), .cmd_len(wc_valid ? wc_len : f_plen),
+        .cmd_lane(wc_valid ? wc_lane : p_lane),
         .in_valid(w_in_valid), .in_ready(w_in_ready), .in_data(amo_wr ? amo_beat : bt_sel),
         .idle(w_idle), .idle_now(w_idle_now), .err(w_err),
         .m_awvalid(m_awvalid), .m_awready(m_awready), .m_awaddr(m_awaddr), .m_awlen(m_awlen),
@@ -499,7 +503,7 @@ module fs_dispatch #(
                     end
                     // Where the payload goes (decided on the picked frame).
                     writing <= w_en && f_plen != 17'd0;
-                    if (w_en && f_plen != 17'd0) begin
+                    if (wc_pick && !wc_ready) begin
                         wc_valid <= 1'b1;
                         wc_addr  <= w_addr;
                         wc_len   <= f_plen;
