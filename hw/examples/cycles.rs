@@ -93,8 +93,8 @@ fn tx(ty: u8) -> impl Fn(&Event) -> bool {
     move |e| matches!(e, Event::TxStart(_, t) if *t == ty)
 }
 
-fn rx(e: &Event) -> bool {
-    matches!(e, Event::RxStart(_))
+fn rx(ty: u8) -> impl Fn(&Event) -> bool {
+    move |e| matches!(e, Event::RxStart(_, t) if *t == ty)
 }
 
 /// One operation's round trip, split.
@@ -129,10 +129,10 @@ fn main() {
     };
     let (b, t0, t1) = run(&mut net, &put);
     let req_flit = at(&t0, b, tx(0x03));
-    let arrive = at(&t1, 0, rx);
+    let arrive = at(&t1, 0, rx(0x03));
     let write = at(&t1, arrive, |e| *e == Event::MemWrite);
     let resp_flit = at(&t1, arrive, tx(0x11));
-    let back = at(&t0, resp_flit, rx);
+    let back = at(&t0, resp_flit, rx(0x11));
     let done = at(&t0, b, |e| *e == Event::Msi);
     let put_split = Split {
         total: done - b,
@@ -156,10 +156,19 @@ fn main() {
     };
     let (b, g0, g1) = run(&mut net, &get);
     let gflit = at(&g0, b, tx(0x01));
-    let garrive = at(&g1, 0, rx);
+    let garrive = at(&g1, 0, rx(0x01));
     let gresp = at(&g1, garrive, tx(0x12).or_long());
-    let gback = at(&g0, gresp, rx);
+    let gback = at(&g0, gresp, rx(0x12).or_long_rx());
     let gdone = at(&g0, b, |e| *e == Event::Msi);
+    let gread = at(&g1, garrive, |e| matches!(e, Event::MemRead(_)));
+    let gwrite = at(&g0, gback, |e| *e == Event::MemWrite);
+    let get_rows = [
+        ("doorbell -> first flit of the GET frame", gflit - b),
+        ("GET arrival -> memory read issued", gread - garrive),
+        ("GET arrival -> first flit of its reply", gresp - garrive),
+        ("reply arrival -> payload written to memory", gwrite - gback),
+        ("reply arrival -> completion written", gdone - 1 - gback),
+    ];
     let get_split = Split {
         total: gdone - b,
         wire: (garrive - gflit) + (gback - gresp),
@@ -178,10 +187,19 @@ fn main() {
     };
     let (b, a0, a1) = run(&mut net, &amo);
     let aflit = at(&a0, b, tx(0x01));
-    let aarrive = at(&a1, 0, rx);
+    let aarrive = at(&a1, 0, rx(0x01));
     let aresp = at(&a1, aarrive, tx(0x11));
-    let aback = at(&a0, aresp, rx);
+    let aback = at(&a0, aresp, rx(0x11));
     let adone = at(&a0, b, |e| *e == Event::Msi);
+    let aread = at(&a1, aarrive, |e| matches!(e, Event::MemRead(_)));
+    let awrite = at(&a1, aread, |e| *e == Event::MemWrite);
+    let amo_rows = [
+        ("doorbell -> first flit of the AMO frame", aflit - b),
+        ("AMO arrival -> memory read issued", aread - aarrive),
+        ("AMO arrival -> new value written", awrite - aarrive),
+        ("AMO arrival -> first flit of its reply", aresp - aarrive),
+        ("reply arrival -> completion written", adone - 1 - aback),
+    ];
     let amo_split = Split {
         total: adone - b,
         wire: (aarrive - aflit) + (aback - aresp),
@@ -221,11 +239,17 @@ fn main() {
         o.mem_write
     );
     println!();
-    println!("{:<44} {:>7} {:>9}", "put, step by step", "cycles", "ns");
-    for (name, c) in put_rows {
-        println!("{name:<44} {c:>7} {:>9.1}", ns(c));
+    for (title, rows) in [
+        ("put 8 B, step by step", &put_rows[..]),
+        ("get 8 B, step by step", &get_rows[..]),
+        ("fetch-add 64-bit, step by step", &amo_rows[..]),
+    ] {
+        println!("{title:<44} {:>7} {:>9}", "cycles", "ns");
+        for (name, c) in rows {
+            println!("{name:<44} {c:>7} {:>9.1}", ns(*c));
+        }
+        println!();
     }
-    println!();
     println!(
         "{:<20} {:>7} {:>7} {:>7} {:>7} {:>9} {:>12} {:>14}",
         "round trip", "total", "core", "wire", "memory", "ns", "vs FSHMEM", "break-even link"
@@ -270,11 +294,16 @@ fn main() {
 
 trait OrLong {
     fn or_long(self) -> Box<dyn Fn(&Event) -> bool>;
+    fn or_long_rx(self) -> Box<dyn Fn(&Event) -> bool>;
 }
 
 impl<F: Fn(&Event) -> bool + 'static> OrLong for F {
-    /// Also matches a Long reply (a get's reply is Medium or Long).
+    /// Also matches a Long reply leaving (a get's reply is Medium or Long).
     fn or_long(self) -> Box<dyn Fn(&Event) -> bool> {
         Box::new(move |e| self(e) || matches!(e, Event::TxStart(_, 0x13)))
+    }
+    /// Also matches a Long reply arriving.
+    fn or_long_rx(self) -> Box<dyn Fn(&Event) -> bool> {
+        Box::new(move |e| self(e) || matches!(e, Event::RxStart(_, 0x13)))
     }
 }

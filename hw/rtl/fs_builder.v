@@ -54,6 +54,8 @@ module fs_builder #(
     output wire [8:0]      fo_beats,
     output wire [16:0]     fo_plen,
     output wire [`FIW-1:0] fo_fi,
+    output wire            fo_ct,       // the frame's beats come one a cycle (no payload from memory)
+    output wire            fo_hold,     // the frame waits for a release (fs_link_tx)
     output wire            idle,
     output wire            rd_done,     // a job's payload has been read from memory in full
     output wire            rd_err,
@@ -173,6 +175,8 @@ module fs_builder #(
     assign fo_len   = f_len;
     assign fo_beats = beats;
     assign fo_plen  = n;
+    assign fo_ct    = j_src != `SRC_MEM || n == 17'd0;
+    assign fo_hold  = job[`J_HOLD];
     assign idle     = st == S_IDLE && !q_valid && rd_idle;
 
     reg [`FIW-1:0] fi;

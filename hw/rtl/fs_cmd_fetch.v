@@ -11,6 +11,7 @@ module fs_cmd_fetch (
     input  wire         rst,
     input  wire         enabled,
     input  wire [7:0]   sq_tail,
+    input  wire [7:0]   sq_tail_nx,   // sq_tail after this cycle's doorbell, if any
     output reg  [7:0]   sq_head,
     // Command ring read port.
     output wire         sq_re,
@@ -36,7 +37,8 @@ module fs_cmd_fetch (
     wire [7:0] avail    = sq_tail - sq_head;
     wire       chain_am = chained(head_q[7:0], head_q[12]);
 
-    assign sq_re   = (state == S_IDLE && enabled && avail != 8'd0)
+    // The head slot is read in the cycle of the doorbell that covers it.
+    assign sq_re   = (state == S_IDLE && enabled && sq_tail_nx != sq_head)
                   || (state == S_CHECK && chain_am && avail >= 8'd2);
     assign sq_ridx = state == S_IDLE ? sq_head : sq_head + 8'd1;
 

@@ -75,7 +75,7 @@
 // A packet job: what the AM sequencer (fs_builder) turns into one or more
 // frames. Produced by the scheduler (requests) and the dispatcher
 // (responses of the system handlers).
-`define JW          960
+`define JW          961
 `define J_WTYPE     7:0      // wire type code
 `define J_HANDLER   15:8
 `define J_DST       31:16
@@ -88,6 +88,7 @@
 `define J_MADDR     191:128  // board memory byte address of the payload
 `define J_INLINE    447:192
 `define J_ARGS      959:448  // argument i at bits [448+32i +: 32]
+`define J_HOLD      960      // a response sent only when released (its writes committed)
 
 `define SRC_NONE   2'd0
 `define SRC_MEM    2'd1

@@ -12,6 +12,13 @@
 //   other handlers     a receive entry for the host (Medium payload in the slot's
 //                      bounce buffer, Long payload in the segment)
 //
+// A PUT's ACK to another node is pushed to the response sequencer as the
+// frame is taken, marked held: it is built and queued for the link at once
+// and fs_link_tx sends it on the release (held_go) this dispatcher gives in the cycle
+// the frame's (and every earlier) write response arrives. A frame is only
+// taken after it passed every check (fs_link_rx commits it at its CRC), so
+// a frame that fails them never writes memory nor makes a response.
+//
 // A frame is taken only when what it may produce has room: a system request
 // needs a place in the response queue, a host AM a free receive entry, so
 // the dispatcher never stops in the middle of a frame for those. Memory
@@ -49,6 +56,7 @@ module fs_dispatch #(
     output wire              r_valid,
     input  wire              r_ready,
     output wire [`JW-1:0]    r_data,
+    output wire              held_go,     // the oldest held response may be sent
     // Pieces (fs_sched).
     output wire [31:0]       lk_token,
     input  wire              lk_hit,
@@ -56,12 +64,12 @@ module fs_dispatch #(
     input  wire [1:0]        lk_kind,
     input  wire [63:0]       lk_local,
     input  wire [16:0]       lk_len,
-    output reg               s_valid,
+    output wire              s_valid,
     input  wire              s_ready,
-    output reg  [31:0]       s_token,
-    output reg  [31:0]       s_code,
-    output reg  [63:0]       s_value,
-    output reg               s_has_value,
+    output wire [31:0]       s_token,
+    output wire [31:0]       s_code,
+    output wire [63:0]       s_value,
+    output wire              s_has_value,
     // Receive ring.
     input  wire [5:0]        rq_head,
     output reg  [5:0]        rq_tail,
@@ -124,7 +132,7 @@ module fs_dispatch #(
 
     // ---- response queue ------------------------------------------------------------
     wire            rp_push;
-    wire [`JW-1:0]  rp_job;
+    reg  [`JW-1:0]  rp_job;
     wire            rp_in_ready;
     wire [2:0]      rp_count;
     fs_fifo #(.W(`JW), .DEPTH(4)) rpq (
@@ -265,6 +273,8 @@ module fs_dispatch #(
     end
 
     // ---- memory: writes --------------------------------------------------------------
+    // The write of a frame's payload goes to the write engine as the frame
+    // is picked (wc_pick), or waits in wc_* while the engine is busy.
     reg           wc_valid;
     reg  [AW-1:0] wc_addr;
     reg  [16:0]   wc_len;
@@ -279,20 +289,24 @@ module fs_dispatch #(
     wire          bt_vsel = bt_valid[sel];
     wire          in_pl   = k >= p_beat && k < p_beat + p_beats;
     wire          w_in_ready;
+    wire          wc_pick = st == S_PICK && pick_any && w_en && f_plen != 17'd0 && !wc_valid;
     wire          w_in_valid = amo_wr ? 1'b1 : (st == S_BEATS && writing && in_pl && bt_vsel);
     wire          beat_take  = st == S_BEATS && bt_vsel && (!(writing && in_pl) || w_in_ready);
+    // A frame's first beat, when it holds no payload, is taken as the frame is.
+    wire          pick_take  = st == S_PICK && pick_any && bt_valid[pick] && p_beat != 9'd0;
     genvar g;
     generate for (g = 0; g < 4; g = g + 1) begin : ready_g
-        assign bt_ready[g] = sel == g[1:0] && beat_take;
+        assign bt_ready[g] = (sel == g[1:0] && beat_take) || (pick == g[1:0] && pick_take);
     end endgenerate
 
-    wire w_err;
+    wire w_err, w_idle_now;
     fs_wr_stream #(.DW(DW), .AW(AW), .IDW(IDW), .ID(ID)) wr (
         .clk(clk), .rst(rst),
-        .cmd_valid(wc_valid), .cmd_ready(wc_ready), .cmd_addr(wc_addr), .cmd_len(wc_len),
-        .cmd_lane(wc_lane),
+        .cmd_valid(wc_valid || wc_pick), .cmd_ready(wc_ready),
+        .cmd_addr(wc_valid ? wc_addr : w_addr), .cmd_len(wc_valid ? wc_len : f_plen),
+        .cmd_lane(wc_valid ? wc_lane : p_lane),
         .in_valid(w_in_valid), .in_ready(w_in_ready), .in_data(amo_wr ? amo_beat : bt_sel),
-        .idle(w_idle), .err(w_err),
+        .idle(w_idle), .idle_now(w_idle_now), .err(w_err),
         .m_awvalid(m_awvalid), .m_awready(m_awready), .m_awaddr(m_awaddr), .m_awlen(m_awlen),
         .m_awid(m_awid), .m_wvalid(m_wvalid), .m_wready(m_wready), .m_wdata(m_wdata),
         .m_wstrb(m_wstrb), .m_wlast(m_wlast), .m_bvalid(m_bvalid), .m_bready(m_bready),
@@ -422,14 +436,35 @@ module fs_dispatch #(
             default: begin settle_v = piece && f_nargs != 5'd0; settle_code = `RS_MALFORMED; end
         endcase
     end
+    // Settles: a response without a payload settles as it is taken (s_early),
+    // others from the register.
+    reg        sr_valid, sr_has_value;
+    reg [31:0] sr_token, sr_code;
+    reg [63:0] sr_value;
+    wire s_early = st == S_PICK && pick_any && early && settle_v && !sr_valid;   // taken if s_ready
+    assign s_valid     = sr_valid || s_early;
+    assign s_token     = sr_valid ? sr_token : a0;
+    assign s_code      = sr_valid ? sr_code : settle_code;
+    assign s_value     = sr_valid ? sr_value : settle_val;
+    assign s_has_value = sr_valid ? sr_has_value : settle_hv;
+
     // The response a frame makes, once its writes are committed.
-    wire drained = w_idle && !wc_valid;
-    assign rp_push = (st == S_DRAIN && need_drain && drained &&
+    // (Committed in the cycle the last write response arrives.)
+    wire drained = (w_idle || w_idle_now) && !wc_valid;
+    // A PUT's ACK to another node is pushed held when the frame is taken.
+    wire hold_pick = st == S_PICK && pick_any && cls == C_PUT && f_last && f_src != node_id;
+    reg  held;
+    assign rp_push = hold_pick
+                  || (st == S_DRAIN && need_drain && drained && !held &&
                       (cls == C_PUT || cls == C_GET || cls == C_PING || (cls == C_AMO && !amo_go)))
                   || (st == S_AWAIT && drained);
-    assign rp_job  = job;
+    assign held_go = st == S_DRAIN && held && drained;
+    always @* begin
+        rp_job = job;
+        rp_job[`J_HOLD] = hold_pick;
+    end
     assign fi_ready = (st == S_FIN || (st == S_BEATS && beats_done && quick)) ? (4'd1 << sel) : 4'd0;
-    assign idle = st == S_PICK && fi_valid == 4'd0 && w_idle && !s_valid;
+    assign idle = st == S_PICK && fi_valid == 4'd0 && w_idle && !sr_valid;
 
     always @(posedge clk) begin
         if (rst) begin
@@ -437,7 +472,8 @@ module fs_dispatch #(
             writing <= 1'b0; wc_valid <= 1'b0; wc_addr <= {AW{1'b0}}; wc_len <= 17'd0;
             wc_lane <= {LB{1'b0}}; amo_wr <= 1'b0; amo_beat <= {DW{1'b0}};
             m_addr <= {AW{1'b0}}; old_word <= 64'd0; r_err <= 1'b0;
-            s_valid <= 1'b0; s_token <= 32'd0; s_code <= 32'd0; s_value <= 64'd0; s_has_value <= 1'b0;
+            sr_valid <= 1'b0; sr_token <= 32'd0; sr_code <= 32'd0; sr_value <= 64'd0; sr_has_value <= 1'b0;
+            held <= 1'b0;
             rq_tail <= 6'd0; rq_phase <= 1'b1;
             ev_bad_packet <= 1'b0; ev_bad_port <= 1'b0;
             reads_owed <= 4'd0;
@@ -448,23 +484,26 @@ module fs_dispatch #(
             ev_bad_packet <= 1'b0;
             r_err <= 1'b0;
             if (wc_valid && wc_ready) wc_valid <= 1'b0;
-            if (s_valid && s_ready) s_valid <= 1'b0;
+            if (sr_valid && s_ready) sr_valid <= 1'b0;
+            if (hold_pick) held <= 1'b1;
+            if (held_go) held <= 1'b0;
             case (st)
                 S_PICK: if (pick_any) begin
                     sel <= pick;
                     rr  <= pick + 2'd1;
                     f   <= fv;
-                    k   <= 9'd0;
+                    k   <= {8'd0, pick_take};
                     st  <= S_BEATS;
                     // Responses to this node's requests without a payload
                     // to land settle at once.
-                    if (early) begin
-                        s_valid <= settle_v; s_token <= a0; s_code <= settle_code;
-                        s_has_value <= settle_hv; s_value <= settle_val;
+                    // (At once, s_early, when the settle register is free and taken.)
+                    if (early && settle_v && (sr_valid || !s_ready)) begin
+                        sr_valid <= 1'b1; sr_token <= a0; sr_code <= settle_code;
+                        sr_has_value <= settle_hv; sr_value <= settle_val;
                     end
                     // Where the payload goes (decided on the picked frame).
                     writing <= w_en && f_plen != 17'd0;
-                    if (w_en && f_plen != 17'd0) begin
+                    if (wc_pick && !wc_ready) begin
                         wc_valid <= 1'b1;
                         wc_addr  <= w_addr;
                         wc_len   <= f_plen;
@@ -529,9 +568,9 @@ module fs_dispatch #(
                 end
                 S_SETTLE: begin
                     // A GET reply's last fragment, its bytes committed.
-                    if (!s_valid || s_ready) begin
-                        s_valid <= settle_v; s_token <= a0; s_code <= settle_code;
-                        s_has_value <= 1'b0; s_value <= 64'd0;
+                    if (!sr_valid || s_ready) begin
+                        sr_valid <= settle_v; sr_token <= a0; sr_code <= settle_code;
+                        sr_has_value <= 1'b0; sr_value <= 64'd0;
                         st <= S_FIN;
                     end
                 end

@@ -3,7 +3,9 @@
 // and a rollback discards them. The link receivers write a frame while
 // checking it and commit it only when its CRC and sequence number are good.
 // The read side is first-word-fall-through over the RAM's one cycle of
-// latency (a two-entry output queue keeps one beat per cycle flowing).
+// latency: a beat is offered in the cycle the RAM returns it (a committed
+// frame's first beat two cycles after its commit), and a two-entry output
+// queue holds what the reader has not taken, so one beat per cycle flows.
 `default_nettype none
 
 module fs_frame_buf #(
@@ -30,14 +32,17 @@ module fs_frame_buf #(
     reg         inflight;
     wire [W-1:0] ram_q;
 
-    wire [AW:0] avail = cp - rp;
+    // Beats that may be read: the committed ones, and in the cycle of a
+    // commit those it commits that were written before it (returned in the
+    // next cycle, when they are committed).
+    wire [AW:0] avail = (commit ? wp : cp) - rp;
     wire        pop   = rd_valid && rd_ready;
     wire [2:0]  busy  = {1'b0, occ} + {2'b00, inflight} - {2'b00, pop};
     wire        issue = avail != {(AW+1){1'b0}} && busy < 3'd2;
 
     assign free     = DEPTH[AW:0] - (wp - rp);
-    assign rd_valid = occ != 2'd0;
-    assign rd_data  = q0;
+    assign rd_valid = occ != 2'd0 || inflight;
+    assign rd_data  = occ != 2'd0 ? q0 : ram_q;
 
     fs_sdp_ram #(.WIDTH(W), .DEPTH(DEPTH)) ram (
         .clk(clk), .we(wr_en), .waddr(wp[AW-1:0]), .wdata(wr_data),
@@ -57,13 +62,15 @@ module fs_frame_buf #(
             if (commit) cp <= wr_en ? wp + 1'b1 : wp;
             if (issue) rp <= rp + 1'b1;
             inflight <= issue;
+            // The queue is q0, q1 (occ of them) then the beat the RAM
+            // returns (inflight); the reader takes the first.
             case ({pop, inflight})
                 2'b10: begin q0 <= q1; occ <= occ - 2'd1; end
                 2'b01: begin
                     if (occ == 2'd0) q0 <= ram_q; else q1 <= ram_q;
                     occ <= occ + 2'd1;
                 end
-                2'b11: begin
+                2'b11: if (occ != 2'd0) begin   // (occ 0: the reader took the RAM's beat itself)
                     if (occ == 2'd1) q0 <= ram_q;
                     else begin q0 <= q1; q1 <= ram_q; end
                 end

@@ -1,8 +1,15 @@
 // Link transmitter: the transmit (retransmit) buffer and the sender.
 //
 // Frames bound for other nodes are written into the buffer by the AM
-// sequencer and take the next sequence number of their peer when their last
-// beat is in; each stays until its peer acknowledges it. The sender sends,
+// sequencer and take the next sequence number of their peer when their first
+// beat is in; each stays until its peer acknowledges it. A frame whose beats
+// the sequencer writes one a cycle (no payload from memory: fo_ct) is sent
+// cut-through, its first beat on the port in the cycle after it is written
+// (the buffer's read forwards a beat written in the same cycle); any other
+// frame is sent once its last beat is in, so no frame pauses on the port.
+// A held frame (fo_hold: an acknowledgement whose memory writes are still
+// being committed) is not sent before its release pulse (held_go); releases come in
+// the order of the held frames. The sender sends,
 // one frame at a time and in this order of preference: a NACK it owes, an
 // ACK that is due, a retransmission (on a timeout every unacknowledged frame
 // of the peer, on a NACK the frames it names), the next new frame, any ACK
@@ -34,7 +41,10 @@ module fs_link_tx #(
     input  wire [17:0]          fo_len,
     input  wire [8:0]           fo_beats,
     input  wire [16:0]          fo_plen,
+    input  wire                 fo_ct,      // the frame's beats come one a cycle
+    input  wire                 fo_hold,    // the frame waits for a release
     output wire                 space,
+    input  wire                 held_go,    // the oldest held frame may go
     // Link control.
     output wire                 tc_valid,
     output wire [NB-1:0]        tc_peer,
@@ -89,19 +99,28 @@ module fs_link_tx #(
     endfunction
 
     // ---- the buffer ------------------------------------------------------------------
-    reg  [BW:0] b_wp, b_cp, b_hp;
+    reg  [BW:0] b_wp, b_hp;
     reg  [QW:0] q_head, q_send, q_tail;
     reg  [NB-1:0] d_peer  [0:TXQ-1];
     reg  [31:0]   d_seq   [0:TXQ-1];
     reg  [BW-1:0] d_start [0:TXQ-1];
     reg  [8:0]    d_beats [0:TXQ-1];
     reg  [17:0]   d_len   [0:TXQ-1];
+    reg           d_hold  [0:TXQ-1];
 
     wire [NB-1:0] fo_peer = fo_dst[NB-1:0];
     wire [15:0]   unused_fo_dst = fo_dst;
     wire wr     = fo_valid && !fo_loop;
-    wire commit = wr && fo_last && !dead[fo_peer];
-    wire drop   = wr && fo_last && dead[fo_peer];
+    // The frame being written: its entry is made with its first beat (or,
+    // its peer dead, it is dropped whole).
+    reg  w_mid, w_drop, w_ct;
+    wire w_first = wr && !w_mid;
+    wire commit  = w_first && !dead[fo_peer];
+    wire store   = wr && (w_first ? !dead[fo_peer] : !w_drop);
+    wire [QW-1:0] q_last = q_tail[QW-1:0] - 1'b1;
+    // Releases received minus held frames sent or discarded (two's complement).
+    reg  [3:0] rel_cnt;
+    wire       rel_ok = (!rel_cnt[3] && rel_cnt != 4'd0) || held_go;
     assign space    = (TXB[BW:0] - (b_wp - b_hp)) >= MAXF && (q_tail - q_head) != TXQ[QW:0];
     assign tc_valid = commit;
     assign tc_peer  = fo_peer;
@@ -118,7 +137,10 @@ module fs_link_tx #(
     wire          free_h = q_head != q_tail && ((h_sent && !h_age[31]) || dead[d_peer[hq]]);
 
     // ---- the sender --------------------------------------------------------------------
-    localparam [1:0] X_IDLE = 2'd0, X_SCAN = 2'd1, X_SEND = 2'd2;
+    // X_ARMED: a held frame's first beat is read and waits for its release,
+    // to leave in the release's own cycle; a control frame or retransmission
+    // wanted meanwhile disarms (the frame is armed again after it).
+    localparam [1:0] X_IDLE = 2'd0, X_SCAN = 2'd1, X_SEND = 2'd2, X_ARMED = 2'd3;
     reg  [1:0]    xs;
     reg  [QW:0]   r;            // retransmission scan position
     reg  [NB-1:0] r_peer;
@@ -138,13 +160,19 @@ module fs_link_tx #(
     reg           e_trail;      // the extra trailer beat is next
     reg  [1535:0] vec;          // control frame bytes
 
-    // Buffer read pipeline (one cycle of RAM latency, two-entry queue).
+    // Buffer read pipeline: one cycle of RAM latency, the returned beat used
+    // at once or queued (two entries). A read of the beat being written in
+    // the same cycle takes it from the write (fwd).
     reg  [BW-1:0] rd_addr;
     reg  [8:0]    rd_left;
     reg  [DW-1:0] oq0, oq1;
     reg  [1:0]    occ;
     reg           inflight;
+    reg           e_live;       // the frame in flight may still be being written
+    reg           fwd;
+    reg  [DW-1:0] fwd_d;
     wire [DW-1:0] ram_q;
+    wire [DW-1:0] rdq = fwd ? fwd_d : ram_q;
 
     // Which frame starts next.
     wire [QW-1:0] rq  = r[QW-1:0];
@@ -156,8 +184,22 @@ module fs_link_tx #(
     wire go_nack = xs == X_IDLE && nack_req;
     wire go_ack  = xs == X_IDLE && !nack_req && ack_urgent;
     wire go_rt   = xs == X_IDLE && !nack_req && !ack_urgent && rt_valid;
-    wire go_new  = xs == X_IDLE && !nack_req && !ack_urgent && !rt_valid && q_send != q_tail;
-    wire go_lazy = xs == X_IDLE && !nack_req && !ack_urgent && !rt_valid && q_send == q_tail && ack_any;
+    // Entries still being written.
+    wire inc_sq  = w_mid && !w_drop && sq == q_last;
+    wire inc_rq  = w_mid && !w_drop && rq == q_last;
+    // The next new frame may start: it is whole, or comes one beat a cycle;
+    // held, it has been released (else it is armed). go_now: the frame whose
+    // first beat is being written now, nothing before it.
+    wire new_ok  = (!inc_sq || w_ct) && (!d_hold[sq] || rel_ok);
+    wire now_ok  = commit && fo_ct && (!fo_hold || rel_ok);
+    wire go_idle = xs == X_IDLE && !nack_req && !ack_urgent && !rt_valid;
+    wire go_q1   = go_idle && q_send != q_tail && new_ok;
+    wire go_arm  = go_idle && q_send != q_tail && (!inc_sq || w_ct) && d_hold[sq] && !rel_ok;
+    wire launch  = xs == X_ARMED && rel_ok;
+    wire disarm  = xs == X_ARMED && !rel_ok && (nack_req || ack_urgent || rt_valid || dead[e_peer]);
+    wire go_now  = go_idle && q_send == q_tail && now_ok;
+    wire go_new  = go_q1 || go_now;
+    wire go_lazy = go_idle && q_send == q_tail && !now_ok && ack_any;
     wire go_rtx  = xs == X_SCAN && r_in && r_hit;
     wire go_ctrl = go_nack || go_ack || go_lazy;
     wire go_data = go_new || go_rtx;
@@ -165,8 +207,9 @@ module fs_link_tx #(
 
     assign rt_take   = go_rt;
     assign nack_sent = go_nack;
-    assign as_valid  = go_ctrl || go_data;
-    assign as_peer   = go_nack ? nack_peer[NB-1:0] : go_ctrl ? ack_peer[NB-1:0] : d_peer[go_q];
+    assign as_valid  = go_ctrl || go_data || launch;
+    wire [NB-1:0] go_peer = go_now ? fo_peer : d_peer[go_q];
+    assign as_peer   = launch ? e_peer : go_nack ? nack_peer[NB-1:0] : go_ctrl ? ack_peer[NB-1:0] : go_peer;
     assign cnt_rtx   = go_rtx;
     wire [15:0] unused_peers = nack_peer ^ ack_peer ^ rt_peer;
 
@@ -194,16 +237,17 @@ module fs_link_tx #(
     wire [8:0] ctl_end = ctl_len + B[8:0] - 9'd1;
     /* verilator lint_on UNUSEDSIGNAL */
     // The ack carried by the frame starting now (peer looked up in fs_link_ctl).
-    assign q_peer = xs == X_SEND ? e_peer : (go_ctrl ? c_peer[NB-1:0] : d_peer[go_q]);
+    assign q_peer = xs == X_SEND || xs == X_ARMED ? e_peer : (go_ctrl ? c_peer[NB-1:0] : go_peer);
     wire [31:0] q_ack_ctrl = q_ack;
 
     // Emission.
-    wire          e_active = xs == X_SEND;
-    wire          have     = e_trail || (e_ram ? occ != 2'd0 : 1'b1);
-    wire [DW-1:0] raw      = e_trail ? {DW{1'b0}} : e_ram ? oq0 : vec[e_k[2:0]*DW +: DW];
+    wire          e_active = xs == X_SEND || launch;
+    wire          have     = e_trail || (e_ram ? (occ != 2'd0 || inflight) : 1'b1);
+    wire [DW-1:0] raw      = e_trail ? {DW{1'b0}} : e_ram ? (occ != 2'd0 ? oq0 : rdq) : vec[e_k[2:0]*DW +: DW];
     wire [LB-1:0] tail_lane = e_tail;
     wire          lastd    = !e_trail && e_k == e_n - 9'd1;   // the last data beat
-    wire          ack_now  = e_first && q_send == q_tail;
+    wire [QW:0]   q_sent   = xs == X_ARMED ? q_send + 1'b1 : q_send;
+    wire          ack_now  = e_first && q_sent == q_tail;
     reg  [DW-1:0] stamped;
     always @* begin
         stamped = raw;
@@ -247,12 +291,15 @@ module fs_link_tx #(
     // A data frame's first beat is read in the cycle it is chosen.
     wire pop   = fire && e_ram && !e_trail;
     wire [2:0] qbusy = {1'b0, occ} + {2'b00, inflight} - {2'b00, pop};
-    wire more  = e_active && e_ram && rd_left != 9'd0 && qbusy < 3'd2;
-    wire issue = more || go_data;
-    wire [BW-1:0] raddr = go_data ? d_start[go_q] : rd_addr;
+    // A beat of a frame still being written is read once it is written (or
+    // in the cycle it is).
+    wire written = !e_live || rd_addr != b_wp[BW-1:0] || store;
+    wire more  = e_active && e_ram && rd_left != 9'd0 && qbusy < 3'd2 && written;
+    wire issue = more || go_data || go_arm;
+    wire [BW-1:0] raddr = go_now ? b_wp[BW-1:0] : go_data || go_arm ? d_start[go_q] : rd_addr;
 
     fs_sdp_ram #(.WIDTH(DW), .DEPTH(TXB)) ram (
-        .clk(clk), .we(wr), .waddr(b_wp[BW-1:0]), .wdata(fo_data),
+        .clk(clk), .we(store), .waddr(b_wp[BW-1:0]), .wdata(fo_data),
         .re(issue), .raddr(raddr), .rdata(ram_q)
     );
 
@@ -261,7 +308,9 @@ module fs_link_tx #(
 
     always @(posedge clk) begin
         if (rst) begin
-            b_wp <= {(BW+1){1'b0}}; b_cp <= {(BW+1){1'b0}}; b_hp <= {(BW+1){1'b0}};
+            b_wp <= {(BW+1){1'b0}}; b_hp <= {(BW+1){1'b0}};
+            w_mid <= 1'b0; w_drop <= 1'b0; w_ct <= 1'b0; rel_cnt <= 4'd0;
+            e_live <= 1'b0; fwd <= 1'b0; fwd_d <= {DW{1'b0}};
             q_head <= {(QW+1){1'b0}}; q_send <= {(QW+1){1'b0}}; q_tail <= {(QW+1){1'b0}};
             xs <= X_IDLE; r <= {(QW+1){1'b0}}; r_peer <= {NB{1'b0}}; r_all <= 1'b0;
             r_base <= 32'd0; r_bitmap <= 1024'd0;
@@ -271,20 +320,31 @@ module fs_link_tx #(
             oq0 <= {DW{1'b0}}; oq1 <= {DW{1'b0}};
             for (i = 0; i < TXQ; i = i + 1) begin
                 d_peer[i] <= {NB{1'b0}}; d_seq[i] <= 32'd0; d_start[i] <= {BW{1'b0}};
-                d_beats[i] <= 9'd0; d_len[i] <= 18'd0;
+                d_beats[i] <= 9'd0; d_len[i] <= 18'd0; d_hold[i] <= 1'b0;
             end
         end else begin
             // Writes from the AM sequencer.
-            if (wr) b_wp <= (drop ? b_cp : b_wp + 1'b1);
+            if (store) b_wp <= b_wp + 1'b1;
+            if (wr) w_mid <= !fo_last;
+            if (w_first) begin
+                w_drop <= dead[fo_peer];
+                w_ct   <= fo_ct;
+            end
             if (commit) begin
-                b_cp <= b_wp + 1'b1;
                 d_peer[q_tail[QW-1:0]]  <= fo_peer;
                 d_seq[q_tail[QW-1:0]]   <= tc_seq;
-                d_start[q_tail[QW-1:0]] <= b_cp[BW-1:0];
+                d_start[q_tail[QW-1:0]] <= b_wp[BW-1:0];
                 d_beats[q_tail[QW-1:0]] <= fo_beats;
                 d_len[q_tail[QW-1:0]]   <= fo_len;
+                d_hold[q_tail[QW-1:0]]  <= fo_hold;
                 q_tail <= q_tail + 1'b1;
             end
+            // Held frames: a release counts up; a held frame sent for the
+            // first time, dropped at its first beat or freed unsent counts down.
+            rel_cnt <= rel_cnt + {3'd0, held_go}
+                     - {3'd0, go_q1 && d_hold[sq]} - {3'd0, go_now && fo_hold} - {3'd0, launch}
+                     - {3'd0, w_first && dead[fo_peer] && fo_hold}
+                     - {3'd0, free_h && !h_sent && d_hold[hq] && !((go_q1 || launch) && sq == hq)};
             // Freeing the oldest frame.
             if (free_h) begin
                 q_head <= q_head + 1'b1;
@@ -297,18 +357,22 @@ module fs_link_tx #(
                 rd_left <= rd_left - 9'd1;
             end
             inflight <= issue;
+            fwd      <= issue && store && raddr == b_wp[BW-1:0];
+            fwd_d    <= fo_data;
+            // The queue is oq0, oq1 (occ of them) then the beat the RAM returns.
             case ({pop, inflight})
                 2'b10: begin oq0 <= oq1; occ <= occ - 2'd1; end
                 2'b01: begin
-                    if (occ == 2'd0) oq0 <= ram_q; else oq1 <= ram_q;
+                    if (occ == 2'd0) oq0 <= rdq; else oq1 <= rdq;
                     occ <= occ + 2'd1;
                 end
-                2'b11: begin
-                    if (occ == 2'd1) oq0 <= ram_q;
-                    else begin oq0 <= oq1; oq1 <= ram_q; end
+                2'b11: if (occ != 2'd0) begin   // (occ 0: the sender took the RAM's beat itself)
+                    if (occ == 2'd1) oq0 <= rdq;
+                    else begin oq0 <= oq1; oq1 <= rdq; end
                 end
                 default: ;
             endcase
+            if (disarm) occ <= 2'd0;      // the armed first beat is read again later
             // Sender.
             case (xs)
                 X_IDLE: begin
@@ -321,12 +385,18 @@ module fs_link_tx #(
                     end else if (go_rt) begin
                         xs <= X_SCAN; r <= q_head; r_peer <= rt_peer[NB-1:0]; r_all <= rt_all;
                         r_base <= rt_base; r_bitmap <= rt_bitmap;
-                    end else if (go_new) begin
+                    end else if (go_now) begin
                         xs <= X_SEND; e_ram <= 1'b1; e_first <= 1'b1; e_rtx <= 1'b0;
-                        e_peer <= d_peer[sq]; e_seq <= d_seq[sq]; e_k <= 9'd0; e_trail <= 1'b0;
-                        e_n <= d_beats[sq]; e_tail <= d_len[sq][LB-1:0];
-                        rd_addr <= d_start[sq] + 1'b1; rd_left <= d_beats[sq] - 9'd1;
+                        e_peer <= fo_peer; e_seq <= tc_seq; e_k <= 9'd0; e_trail <= 1'b0;
+                        e_n <= fo_beats; e_tail <= fo_len[LB-1:0]; e_live <= 1'b1;
+                        rd_addr <= b_wp[BW-1:0] + 1'b1; rd_left <= fo_beats - 9'd1;
                         q_send <= q_send + 1'b1;
+                    end else if (go_new || go_arm) begin
+                        xs <= go_arm ? X_ARMED : X_SEND; e_ram <= 1'b1; e_first <= 1'b1; e_rtx <= 1'b0;
+                        e_peer <= d_peer[sq]; e_seq <= d_seq[sq]; e_k <= 9'd0; e_trail <= 1'b0;
+                        e_n <= d_beats[sq]; e_tail <= d_len[sq][LB-1:0]; e_live <= inc_sq;
+                        rd_addr <= d_start[sq] + 1'b1; rd_left <= d_beats[sq] - 9'd1;
+                        if (go_new) q_send <= q_send + 1'b1;
                     end
                 end
                 X_SCAN: begin
@@ -335,10 +405,22 @@ module fs_link_tx #(
                     else if (r_hit) begin
                         xs <= X_SEND; e_ram <= 1'b1; e_first <= 1'b0; e_rtx <= 1'b1;
                         e_peer <= d_peer[rq]; e_seq <= d_seq[rq]; e_k <= 9'd0; e_trail <= 1'b0;
-                        e_n <= d_beats[rq]; e_tail <= d_len[rq][LB-1:0];
+                        e_n <= d_beats[rq]; e_tail <= d_len[rq][LB-1:0]; e_live <= inc_rq;
                         rd_addr <= d_start[rq] + 1'b1; rd_left <= d_beats[rq] - 9'd1;
                         r <= r + 1'b1;
                     end else r <= r + 1'b1;
+                end
+                X_ARMED: begin
+                    if (disarm) xs <= X_IDLE;
+                    if (launch) begin
+                        q_send <= q_send + 1'b1;
+                        xs <= X_SEND;
+                        if (fire) begin              // (a first beat is never a frame's last)
+                            crc <= crc_nx;
+                            if (lastd) e_trail <= 1'b1;
+                            else e_k <= e_k + 9'd1;
+                        end
+                    end
                 end
                 default: begin
                     if (fire) begin

@@ -41,6 +41,7 @@ module fs_regs #(
     output reg  [63:0]   seg_size,
     output reg  [63:0]   rx_bounce,
     output reg  [7:0]    sq_tail,
+    output wire [7:0]    sq_tail_nx,    // the value sq_tail takes at this edge (a doorbell now)
     input  wire [7:0]    sq_head,
     output reg  [7:0]    cq_head,
     input  wire [7:0]    cq_tail,
@@ -140,6 +141,8 @@ module fs_regs #(
     reg [31:0] l_crc [0:1];
     reg [31:0] l_retrain [0:1];
     reg [1:0]  l_up_q, l_seen;
+
+    assign sq_tail_nx = (wr && a == R_DOORBELL && bar0_wdata < 32'd256 && enabled) ? bar0_wdata[7:0] : sq_tail;
 
     wire is_cfg = a == R_NODE_ID || a == R_NODE_COUNT || (a >= R_SEGB_LO && a <= R_RXB_HI);
 

@@ -25,6 +25,8 @@ module fs_tx_arb #(
     input  wire [35:0]     fo_len,
     input  wire [17:0]     fo_beats,
     input  wire [33:0]     fo_plen,
+    input  wire [1:0]      fo_ct,
+    input  wire [1:0]      fo_hold,
     // To the buffer.
     output wire            o_valid,
     output wire [DW-1:0]   o_data,
@@ -32,7 +34,9 @@ module fs_tx_arb #(
     output wire [15:0]     o_dst,
     output wire [17:0]     o_len,
     output wire [8:0]      o_beats,
-    output wire [16:0]     o_plen
+    output wire [16:0]     o_plen,
+    output wire            o_ct,
+    output wire            o_hold
 );
     reg       busy, owner;
     wire      pick = req[0] ? 1'b0 : 1'b1;
@@ -50,6 +54,8 @@ module fs_tx_arb #(
     assign o_len   = fo_len[own*18 +: 18];
     assign o_beats = fo_beats[own*9 +: 9];
     assign o_plen  = fo_plen[own*17 +: 17];
+    assign o_ct    = fo_ct[own];
+    assign o_hold  = fo_hold[own];
 
     always @(posedge clk) begin
         if (rst) begin

@@ -26,6 +26,7 @@ module fs_wr_stream #(
     output wire            in_ready,
     input  wire [DW-1:0]   in_data,
     output wire            idle,
+    output wire            idle_now,  // idle from the next cycle: the last write response is here
     output reg             err,       // a write returned an error response
     output wire            m_awvalid,
     input  wire            m_awready,
@@ -156,7 +157,8 @@ module fs_wr_stream #(
         end
     end
 
-    assign idle = !c_active && !ra_busy && outstanding == {OW{1'b0}};
+    assign idle     = !c_active && !ra_busy && outstanding == {OW{1'b0}};
+    assign idle_now = !c_active && !ra_busy && outstanding == {{(OW-1){1'b0}}, 1'b1} && b_fire;
 
     wire unused_last = ra_last;
 endmodule

@@ -138,7 +138,7 @@ module fshmem_core #(
     wire [15:0] node_id;
     wire [16:0] node_count;
     wire [63:0] seg_base, seg_size, rx_bounce;
-    wire [7:0]  sq_tail, sq_head, cq_head, cq_tail;
+    wire [7:0]  sq_tail, sq_tail_nx, sq_head, cq_head, cq_tail;
     wire [5:0]  rq_head, rq_tail;
     wire        st_idle, cq_stall, rq_stall;
     wire        sq_we, cq_re, rq_re, clr;
@@ -166,7 +166,7 @@ module fshmem_core #(
         .link_rate(link_rate), .link_peer(link_peer),
         .srst(srst), .enabled(enabled), .node_id(node_id), .node_count(node_count),
         .seg_base(seg_base), .seg_size(seg_size), .rx_bounce(rx_bounce),
-        .sq_tail(sq_tail), .sq_head(sq_head), .cq_head(cq_head), .cq_tail(cq_tail),
+        .sq_tail(sq_tail), .sq_tail_nx(sq_tail_nx), .sq_head(sq_head), .cq_head(cq_head), .cq_tail(cq_tail),
         .rq_head(rq_head), .rq_tail(rq_tail),
         .st_idle(st_idle), .st_cq_stall(cq_stall), .st_rq_stall(rq_stall),
         .sq_we(sq_we), .sq_widx(sq_widx), .sq_wword(sq_wword), .sq_wdata(sq_wdata),
@@ -206,7 +206,8 @@ module fshmem_core #(
     wire [511:0] d_head, d_cont;
     wire [7:0]   d_index;
     fs_cmd_fetch fetch (
-        .clk(clk), .rst(crst), .enabled(enabled), .sq_tail(sq_tail), .sq_head(sq_head),
+        .clk(clk), .rst(crst), .enabled(enabled), .sq_tail(sq_tail), .sq_tail_nx(sq_tail_nx),
+        .sq_head(sq_head),
         .sq_re(sq_re), .sq_ridx(sq_ridx), .sq_rdata(sq_rdata),
         .d_valid(d_valid), .d_ready(d_ready), .d_head(d_head), .d_cont(d_cont), .d_index(d_index)
     );
@@ -257,6 +258,8 @@ module fshmem_core #(
     wire [17:0]    fo_beats;
     wire [33:0]    fo_plen;
     wire [2*`FIW-1:0] fo_fi;
+    wire [1:0]     fo_ct, fo_hold;
+    wire           tb_ct, tb_hold, resp_release;
     wire [1:0]     b_arvalid, b_arready, b_rvalid, b_rready, b_arid;
     wire [2*AW-1:0] b_araddr;
     wire [15:0]    b_arlen;
@@ -272,6 +275,7 @@ module fshmem_core #(
         .fo_valid(fo_valid[0]), .fo_data(fo_data[0 +: DW]), .fo_last(fo_last[0]), .fo_jlast(fo_jlast[0]),
         .fo_loop(fo_loop[0]), .fo_dst(fo_dst[0 +: 16]), .fo_len(fo_len[0 +: 18]),
         .fo_beats(fo_beats[0 +: 9]), .fo_plen(fo_plen[0 +: 17]), .fo_fi(fo_fi[0 +: `FIW]),
+        .fo_ct(fo_ct[0]), .fo_hold(fo_hold[0]),
         .idle(bld_idle[0]), .rd_done(bld_rd_done[0]), .rd_err(bld_rd_err[0]),
         .m_arvalid(b_arvalid[0]), .m_arready(b_arready[0]), .m_araddr(b_araddr[0 +: AW]),
         .m_arlen(b_arlen[0 +: 8]), .m_arid(b_arid[0]), .m_rvalid(b_rvalid[0]),
@@ -287,6 +291,7 @@ module fshmem_core #(
         .fo_valid(fo_valid[1]), .fo_data(fo_data[DW +: DW]), .fo_last(fo_last[1]), .fo_jlast(fo_jlast[1]),
         .fo_loop(fo_loop[1]), .fo_dst(fo_dst[16 +: 16]), .fo_len(fo_len[18 +: 18]),
         .fo_beats(fo_beats[9 +: 9]), .fo_plen(fo_plen[17 +: 17]), .fo_fi(fo_fi[`FIW +: `FIW]),
+        .fo_ct(fo_ct[1]), .fo_hold(fo_hold[1]),
         .idle(bld_idle[1]), .rd_done(bld_rd_done[1]), .rd_err(bld_rd_err[1]),
         .m_arvalid(b_arvalid[1]), .m_arready(b_arready[1]), .m_araddr(b_araddr[AW +: AW]),
         .m_arlen(b_arlen[8 +: 8]), .m_arid(b_arid[1]), .m_rvalid(b_rvalid[1]),
@@ -303,8 +308,9 @@ module fshmem_core #(
         .clk(clk), .rst(crst), .space(space_tx), .req(tx_req), .gnt(tx_gnt),
         .fo_valid(fo_valid), .fo_data(fo_data), .fo_last(fo_last), .fo_jlast(fo_jlast),
         .fo_loop(fo_loop), .fo_dst(fo_dst), .fo_len(fo_len), .fo_beats(fo_beats), .fo_plen(fo_plen),
+        .fo_ct(fo_ct), .fo_hold(fo_hold),
         .o_valid(tb_valid), .o_data(tb_data), .o_last(tb_last), .o_dst(tb_dst),
-        .o_len(tb_len), .o_beats(tb_beats), .o_plen(tb_plen)
+        .o_len(tb_len), .o_beats(tb_beats), .o_plen(tb_plen), .o_ct(tb_ct), .o_hold(tb_hold)
     );
 
     // ---- loopback queues --------------------------------------------------------------------
@@ -339,7 +345,8 @@ module fshmem_core #(
     fs_link_tx #(.DW(DW), .TXB(TXB), .TXQ(TXQ), .FRAG(FRAG), .MAX_NODES(MAX_NODES)) ltx (
         .clk(clk), .rst(crst), .node_id(node_id),
         .fo_valid(tb_valid), .fo_data(tb_data), .fo_last(tb_last), .fo_loop(1'b0),
-        .fo_dst(tb_dst), .fo_len(tb_len), .fo_beats(tb_beats), .fo_plen(tb_plen), .space(space_tx),
+        .fo_dst(tb_dst), .fo_len(tb_len), .fo_beats(tb_beats), .fo_plen(tb_plen),
+        .fo_ct(tb_ct), .fo_hold(tb_hold), .space(space_tx), .held_go(resp_release),
         .tc_valid(tc_valid), .tc_peer(tc_peer), .tc_seq(tc_seq), .dead(dead),
         .q_peer(q_peer), .q_ack(q_ack), .f_peer(f_peer), .f_una(f_una),
         .as_valid(as_valid), .as_peer(as_peer),
@@ -418,7 +425,7 @@ module fshmem_core #(
         .rx_bounce(rx_bounce),
         .fi_valid(fi_valid), .fi_ready(fi_ready), .fi_data(fi_data),
         .bt_valid(bt_valid), .bt_ready(bt_ready), .bt_data(bt_data),
-        .r_valid(r_valid), .r_ready(r_ready), .r_data(r_data),
+        .r_valid(r_valid), .r_ready(r_ready), .r_data(r_data), .held_go(resp_release),
         .lk_token(lk_token), .lk_hit(lk_hit), .lk_peer(lk_peer), .lk_kind(lk_kind),
         .lk_local(lk_local), .lk_len(lk_len),
         .s_valid(s_valid), .s_ready(s_ready), .s_token(s_token), .s_code(s_code),

@@ -65,8 +65,9 @@ pub enum Event {
     TxStart(usize, u8),
     /// The last beat of a frame left on this port.
     TxEnd(usize),
-    /// The first beat of a frame arrived on this port.
-    RxStart(usize),
+    /// The first beat of a frame arrived on this port: the port and the
+    /// frame's type code.
+    RxStart(usize, u8),
     /// A write beat to board memory was accepted.
     MemWrite,
     /// A read burst from board memory at this address was accepted.
@@ -263,7 +264,7 @@ impl<D: Dram> Board<D> {
         for p in 0..2 {
             if self.inp.rx_valid[p] == 1 {
                 if !self.rx_mid[p] {
-                    self.note(Event::RxStart(p));
+                    self.note(Event::RxStart(p, self.inp.rx_data[p][1]));
                 }
                 self.rx_mid[p] = self.inp.rx_last[p] == 0;
                 self.rx[p].advance();
