@@ -9,9 +9,11 @@
 //! `udp;ofi_rxd` is not in the matrix: with Debian's libfabric 1.17 it
 //! corrupts packets of coll_check's alltoalls (see the README).
 
+#[path = "support/capi.rs"]
+mod capi;
+
 use fshmem_tests::{
-    RunOutput, Running, any_bin, bin, example, finish, oshrun_cmd, profile_dir, run, spawn,
-    unique_job_id,
+    RunOutput, Running, any_bin, example, finish, oshrun_cmd, run, shm_files, spawn, unique_job_id,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -117,29 +119,10 @@ fn examples_on_every_provider_at_2_4_5_pes() {
     }
 }
 
-/// Compiles `tests/c/<name>.c` with oshcc into `capi-tests-ofi/`.
-fn compile(name: &str) -> PathBuf {
-    let dir = profile_dir().join("capi-tests-ofi");
-    std::fs::create_dir_all(&dir).expect("create capi-tests-ofi");
-    let exe = dir.join(name);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("c")
-        .join(format!("{name}.c"));
-    let out = run(
-        Command::new(bin("oshcc"))
-            .args(["-std=c11", "-O1", "-o"])
-            .arg(&exe)
-            .arg(&src),
-        Duration::from_secs(120),
-    );
-    assert_eq!(out.code(), Some(0), "oshcc {}: {out:?}", src.display());
-    exe
-}
-
 #[test]
 fn c_tests_on_every_provider_at_2_4_5_pes() {
     for name in C_TESTS {
-        let exe = compile(name);
+        let exe = capi::compile(name, &[]);
         for env in PROVIDERS {
             for n in SIZES {
                 let out = ofi_job(n, &exe, &[], env);
@@ -340,11 +323,7 @@ fn a_pe_that_dies_or_errs_ends_the_job_naming_it() {
             );
             // Nothing of the job is left in /dev/shm: shm's region of the
             // killed PE is one of the job's files, which oshrun removes.
-            let left: Vec<String> = std::fs::read_dir("/dev/shm")
-                .expect("read /dev/shm")
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.starts_with(&format!("fshmem-{id}-")))
-                .collect();
+            let left = shm_files(&id);
             assert!(left.is_empty(), "{what}: left in /dev/shm: {left:?}");
         }
     }
@@ -490,7 +469,10 @@ fn tcp_across_three_network_namespaces() {
         }
     };
     let all = |outs: &[RunOutput]| -> String { outs.iter().map(|o| o.stdout.as_str()).collect() };
-    let c_tests: Vec<(&str, PathBuf)> = C_TESTS.iter().map(|&t| (t, compile(t))).collect();
+    let c_tests: Vec<(&str, PathBuf)> = C_TESTS
+        .iter()
+        .map(|&t| (t, capi::compile(t, &[])))
+        .collect();
     for n in SIZES {
         let outs = hosts.job(n, &example("api_check"), &[]);
         ok(&outs, "api_check");
