@@ -17,18 +17,18 @@ impl OfiConduit {
         Self::join(rank, size, segment, boot, settings, None)
     }
 
-    /// [`OfiConduit::attach_with`], naming the endpoint `shm_name` when the
-    /// provider is `shm` (a job's file, [`crate::job::ofi_shm_name`], so
-    /// that a launcher removes what a PE that died left behind).
-    pub fn attach_named(
-        rank: usize,
-        size: usize,
+    /// [`OfiConduit::attach_with`] for `job`'s PE, naming its endpoint
+    /// after the job when the provider is `shm`
+    /// ([`crate::job::ofi_shm_name`]: a file of the job, so that a launcher
+    /// removes what a PE that died left behind). Collective.
+    pub fn attach_job(
+        job: &JobEnv,
         segment: SegmentRequest,
         boot: Box<dyn Bootstrap>,
         settings: &Settings,
-        shm_name: &str,
     ) -> Result<OfiConduit> {
-        Self::join(rank, size, segment, boot, settings, Some(shm_name))
+        let shm_name = crate::job::ofi_shm_name(&job.job_id, job.rank);
+        Self::join(job.rank, job.size, segment, boot, settings, Some(&shm_name))
     }
 
     fn join(

@@ -456,8 +456,7 @@ impl Lifecycle for OfiConduit {
     fn attach(job: &JobEnv, segment: SegmentRequest, settings: &Settings) -> Result<Self> {
         let get = |k: &str| std::env::var(k).ok();
         let boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
-        let shm_name = crate::job::ofi_shm_name(&job.job_id, job.rank);
-        Self::attach_named(job.rank, job.size, segment, boot, settings, &shm_name)
+        Self::attach_job(job, segment, boot, settings)
     }
 
     /// Leaves the job: `quiet`, a barrier, then the progress thread stops.

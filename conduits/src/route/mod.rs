@@ -121,8 +121,7 @@ impl OffNode for crate::ofi::OfiConduit {
         boot: Box<dyn Bootstrap>,
         settings: &Settings,
     ) -> Result<Self> {
-        let shm_name = crate::job::ofi_shm_name(&job.job_id, job.rank);
-        crate::ofi::OfiConduit::attach_named(job.rank, job.size, segment, boot, settings, &shm_name)
+        crate::ofi::OfiConduit::attach_job(job, segment, boot, settings)
     }
 }
 
