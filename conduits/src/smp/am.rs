@@ -174,20 +174,23 @@ impl SmpConduit {
                     h.len as usize,
                     self.segment_len,
                 )?;
-                let mut v = vec![0u8; h.len as usize];
+                let len = h.len as usize;
+                let mut v = Vec::with_capacity(len);
                 // SAFETY: the range was checked against this PE's segment,
                 // which is mapped for the conduit's lifetime, and `v` is a
-                // distinct allocation of `h.len` bytes; the copy goes
-                // through raw pointers, so no reference to the shared bytes
-                // exists. The sender wrote them before publishing the
+                // distinct allocation with room for `len` bytes; the copy
+                // goes through raw pointers, so no reference to the shared
+                // bytes exists, and it initialises all `len` bytes before
+                // `set_len`. The sender wrote them before publishing the
                 // message (Release/Acquire on the slot sequence).
                 unsafe {
                     std::ptr::copy_nonoverlapping(
                         self.segs[self.rank].add(h.offset as usize),
                         v.as_mut_ptr(),
-                        v.len(),
-                    )
-                };
+                        len,
+                    );
+                    v.set_len(len);
+                }
                 long = v;
                 &long
             }
