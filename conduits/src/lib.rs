@@ -25,6 +25,8 @@
 //! spin-then-yield step every wait of the runtime uses.
 
 pub mod aligned;
+#[cfg(any(feature = "smp", feature = "ipv6", feature = "ofi", feature = "fpga"))]
+mod backing;
 pub mod bootstrap;
 pub mod config;
 pub mod contract;

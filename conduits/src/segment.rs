@@ -15,6 +15,10 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::Arc;
 
+/// What backs a segment of [`Segment::new`], as errors name it.
+pub(crate) const MEMFD: &str =
+    "memory (a memfd; available memory and swap, within the memory cgroup's limit)";
+
 /// The mapping, shared by the conduit (the application's view) and the
 /// engine (the progress thread's view). Zero-filled at creation.
 #[derive(Debug)]
@@ -29,7 +33,10 @@ pub(crate) struct Segment {
 
 impl Segment {
     /// Maps `len` zero bytes of a new memfd, shared, at a multiple of
-    /// [`crate::aligned::SEGMENT_ALIGN`].
+    /// [`crate::aligned::SEGMENT_ALIGN`], its pages reserved now
+    /// ([`crate::backing`]): a segment that memory cannot hold is a
+    /// [`ConduitError::NoSpace`] here, not an out-of-memory kill when a
+    /// page is first touched.
     pub(crate) fn new(len: usize) -> Result<Arc<Segment>> {
         let io = |what: &str, e: std::io::Error| {
             ConduitError::Io(format!("{what} for a {len}-byte segment: {e}"))
@@ -43,6 +50,7 @@ impl Segment {
         let file = unsafe { File::from_raw_fd(fd) };
         file.set_len(len.max(1) as u64)
             .map_err(|e| io("ftruncate", e))?;
+        crate::backing::reserve(&file, 0, len as u64, MEMFD, crate::backing::Space::Memory)?;
         let map = AlignedMap::map(file.as_raw_fd(), 0, len, crate::aligned::SEGMENT_ALIGN)
             .map_err(|e| io("mmap", e))?;
         Ok(Arc::new(Segment {

@@ -73,33 +73,7 @@ fn a_heap_that_cannot_be_backed_is_refused_at_init() {
             }
             continue;
         }
-        assert_eq!(out.code(), Some(1), "{what}");
-        assert!(!out.stdout.contains("touched"), "{what}");
-        assert!(!out.stderr.contains("SIGBUS"), "{what}");
-        let refusals: Vec<&str> = out
-            .stderr
-            .lines()
-            .filter(|l| {
-                l.contains(": shmem_init: cannot reserve ")
-                    && l.contains(" bytes for the symmetric heap (SHMEM_SYMMETRIC_SIZE=16M) in /dev/shm/fshmem-")
-                    && l.contains(" bytes are free there")
-            })
-            .collect();
-        assert!(!refusals.is_empty(), "{what}");
-        // oshrun names a PE that could not reserve its heap (several may
-        // fail; the one whose exit it sees first is named).
-        let refused: Vec<String> = refusals
-            .iter()
-            .filter_map(|l| l.strip_prefix("PE ")?.split(':').next())
-            .map(|pe| format!("oshrun: PE {pe} (pid "))
-            .collect();
-        let oshrun = lines_with(&out.stderr, "oshrun: PE ");
-        assert!(
-            oshrun.len() == 1
-                && (refused.iter().any(|p| oshrun[0].starts_with(p.as_str()))
-                    || oshrun[0].contains(" after PE ")),
-            "{what}"
-        );
+        assert_refused(&out, "16M", " in /dev/shm/fshmem-", &what);
     }
     // A heap larger than the whole of /dev/shm fails on every PE count.
     for n in [1, 2] {
@@ -114,6 +88,126 @@ fn a_heap_that_cannot_be_backed_is_refused_at_init() {
                 .contains("bytes for the symmetric heap (SHMEM_SYMMETRIC_SIZE=64M)"),
             "{n} PEs: {out:?}"
         );
+    }
+}
+
+/// `out` is a job that failed at init because a PE could not reserve its
+/// heap of `size` (`SHMEM_SYMMETRIC_SIZE`) in a backing whose name starts
+/// with `backing`: one line per refusing PE naming the variable, the size
+/// asked and the space free; no PE got to touch its heap or died of
+/// SIGBUS; oshrun names a PE that was refused.
+fn assert_refused(out: &RunOutput, size: &str, backing: &str, what: &str) {
+    assert_eq!(out.code(), Some(1), "{what}");
+    assert!(!out.stdout.contains("touched"), "{what}");
+    assert!(!out.stderr.contains("SIGBUS"), "{what}");
+    let refusals: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| {
+            l.contains(": shmem_init: cannot reserve ")
+                && l.contains(&format!(
+                    " bytes for the symmetric heap (SHMEM_SYMMETRIC_SIZE={size}){backing}"
+                ))
+                && l.contains(" bytes are free there")
+        })
+        .collect();
+    assert!(!refusals.is_empty(), "{what}");
+    // oshrun names a PE that could not reserve its heap (several may
+    // fail; the one whose exit it sees first is named).
+    let refused: Vec<String> = refusals
+        .iter()
+        .filter_map(|l| l.strip_prefix("PE ")?.split(':').next())
+        .map(|pe| format!("oshrun: PE {pe} (pid "))
+        .collect();
+    let oshrun = lines_with(&out.stderr, "oshrun: PE ");
+    assert!(
+        oshrun.len() == 1
+            && (refused.iter().any(|p| oshrun[0].starts_with(p.as_str()))
+                || oshrun[0].contains(" after PE ")),
+        "{what}"
+    );
+}
+
+/// The devsim boards of `--conduit fpga` keep their DDR in sparse files of
+/// `/dev/shm`: each PE reserves the part of it its segment uses, so a
+/// `/dev/shm` too small for the heaps is the same line at init as on smp,
+/// never a SIGBUS in a PE or a board. A heap that fits is touched whole.
+#[test]
+fn an_fpga_heap_that_cannot_be_backed_is_refused_at_init() {
+    let exe = compile("heap_backing", &[]);
+    let exe = exe.to_str().expect("utf-8 path");
+    for n in [1, 2, 3, 4] {
+        let np = n.to_string();
+        // 48 MiB of /dev/shm; a PE of a 16 MiB heap reserves about 20 MiB
+        // of its board's window.
+        let out = in_small_shm(
+            "48m",
+            &["-n", &np, "--conduit", "fpga", exe],
+            &[("SHMEM_SYMMETRIC_SIZE", "16M")],
+        );
+        let what = format!("fpga, {n} PEs: {out:?}");
+        if n <= 2 {
+            assert_eq!(out.code(), Some(0), "{what}");
+            for pe in 0..n {
+                let line = format!("PE {pe}: touched 16 MiB of the heap");
+                assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
+            }
+            continue;
+        }
+        assert_refused(&out, "16M", " in /dev/shm/fshmem-", &what);
+        assert!(out.stderr.contains("/bar2: only "), "{what}");
+    }
+}
+
+/// Bytes of memory and swap of this machine (`/proc/meminfo`).
+fn memory_and_swap() -> u64 {
+    let info = std::fs::read_to_string("/proc/meminfo").expect("/proc/meminfo");
+    let field = |k: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix(':'))
+            .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no {k} in /proc/meminfo"))
+            * 1024
+    };
+    field("MemTotal") + field("SwapTotal")
+}
+
+/// The ipv6 and ofi segments are memfds, which no mounted file system
+/// limits: memory does. A heap larger than the machine's memory and swap
+/// is refused at init with the same line (the space free being memory),
+/// before any of it is taken, never an out-of-memory kill later; a heap
+/// that fits is reserved and touched whole.
+#[test]
+fn a_memfd_heap_beyond_memory_is_refused_at_init() {
+    let exe = compile("heap_backing", &[]);
+    let exe = exe.to_str().expect("utf-8 path");
+    let huge = format!("{}G", (2 * memory_and_swap()).div_ceil(1 << 30));
+    let ofi: &[(&str, &str)] = &[
+        ("FSHMEM_OFI_PROVIDER", "tcp;ofi_rxm"),
+        ("FSHMEM_OFI_DOMAIN", "lo"),
+    ];
+    for (conduit, env) in [("ipv6", &[][..]), ("ofi", ofi)] {
+        for n in [1, 2, 3, 4] {
+            let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", conduit, exe]);
+            cmd.envs(env.iter().copied())
+                .env("SHMEM_SYMMETRIC_SIZE", &huge);
+            let out = run(&mut cmd, JOB_TIMEOUT);
+            let what = format!("{conduit}, {n} PEs, heap {huge}: {out:?}");
+            assert_refused(&out, &huge, " in memory (a memfd", &what);
+        }
+        let mut cmd = oshrun_cmd(&["-n", "2", "--conduit", conduit, exe]);
+        cmd.envs(env.iter().copied())
+            .env("SHMEM_SYMMETRIC_SIZE", "16M");
+        let out = run(&mut cmd, JOB_TIMEOUT);
+        assert_eq!(out.code(), Some(0), "{conduit}: {out:?}");
+        for pe in 0..2 {
+            let line = format!("PE {pe}: touched 16 MiB of the heap");
+            assert_eq!(
+                lines_with(&out.stdout, &line).len(),
+                1,
+                "{conduit}: {out:?}"
+            );
+        }
     }
 }
 

@@ -155,6 +155,11 @@ impl Bar {
         self.file.as_raw_fd()
     }
 
+    /// The mapped file, open as long as `self` lives.
+    pub(crate) fn file(&self) -> &std::fs::File {
+        &self.file
+    }
+
     /// Start of the mapping.
     #[inline(always)]
     pub fn ptr(&self) -> *mut u8 {

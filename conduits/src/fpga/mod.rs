@@ -308,6 +308,20 @@ impl FpgaConduit {
         }
         bar0.write32(regs::CTRL, ctrl::RESET);
         bring_up("soft reset", &|| bar0.read32(regs::CTRL) & ctrl::RESET == 0)?;
+        if let Device::Devsim(_) = &dev {
+            // A devsim board's DDR is a sparse file (in /dev/shm under
+            // oshrun) that the reset has just emptied: reserve the part
+            // this PE uses, so that a file system too small for it is an
+            // error now rather than a SIGBUS in the board or here later.
+            let (_, path) = dev.bar_paths();
+            crate::backing::reserve(
+                board.bar2.file(),
+                0,
+                layout.window,
+                &path.display().to_string(),
+                crate::backing::Space::Dir(path.parent().unwrap_or(&path)),
+            )?;
+        }
         let (strap_id, strap_n) = (bar0.read32(regs::NODE_ID), bar0.read32(regs::NODE_COUNT));
         if strap_n > 1 && (strap_id as usize, strap_n as usize) != (rank, size) {
             return Err(ConduitError::Bootstrap(format!(

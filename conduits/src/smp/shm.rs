@@ -130,50 +130,14 @@ pub(crate) fn create(path: &Path, len: usize) -> Result<(File, Created)> {
             path.display()
         ))
     })?;
-    reserve(&file, len, path)?;
+    crate::backing::reserve(
+        &file,
+        0,
+        len as u64,
+        &path.display().to_string(),
+        crate::backing::Space::Dir(path.parent().unwrap_or(Path::new(SHM_DIR))),
+    )?;
     Ok((file, guard))
-}
-
-/// Reserves the `len` bytes of `file` on its file system
-/// (`posix_fallocate`), so that a `/dev/shm` too small to back them is an
-/// error now, naming the space free, rather than a SIGBUS when a page is
-/// first touched.
-fn reserve(file: &File, len: usize, path: &Path) -> Result<()> {
-    let err = loop {
-        // SAFETY: posix_fallocate on a descriptor this process owns; it
-        // touches no memory of this process.
-        match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) } {
-            0 => return Ok(()),
-            libc::EINTR => continue,
-            e => break e,
-        }
-    };
-    if err == libc::ENOSPC {
-        return Err(ConduitError::NoSpace {
-            what: path.display().to_string(),
-            asked: len as u64,
-            free: free_space(path.parent().unwrap_or(Path::new(SHM_DIR))),
-        });
-    }
-    Err(ConduitError::Io(format!(
-        "cannot reserve {len} bytes for {}: {}",
-        path.display(),
-        std::io::Error::from_raw_os_error(err)
-    )))
-}
-
-/// Bytes an unprivileged process may still allocate on the file system of
-/// `dir`.
-fn free_space(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: an all-zero statvfs is a valid value for the call to fill.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is NUL-terminated and `st` is writable and ours.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 /// Opens an existing `path` for reading and writing; `Ok(None)` when it does
