@@ -243,7 +243,9 @@ gasnet_core::config_table! {
             help "set by the launcher: the number of PEs",
             check |s: &Option<usize>| s.map_or(Ok(()), |s| within(s, 1, gasnet_core::MAX_NODES));
         job_id: Option<String> = "FSHMEM_JOB_ID", default "", Unset,
-            help "set by the launcher: names the job's shared resources ([A-Za-z0-9_-], 1..=64)",
+            help "set by oshrun: names the job's shared resources ([A-Za-z0-9_-], 1..=64); \
+                  derived under other launchers (rendezvous address, PMI KVS name, PMIx \
+                  namespace, Slurm job and step)",
             check |j: &Option<String>| match j {
                 Some(j) if j.len() > 64
                     || !j.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>

@@ -30,10 +30,11 @@ impl JobEnv {
     /// launcher variables are set.
     pub fn from_env() -> Result<JobEnv> {
         let get = |k: &str| std::env::var(k).ok();
-        let job = Self::from_lookup(get)?;
+        let job = Self::from_lookup_with(get, || crate::bootstrap::pmi::open_early(&get))?;
         if let Some(fd) = JobVars::from_lookup(get)?.launcher_fd {
             let _ = LAUNCHER_FD.set(fd);
         }
+        crate::wait::note_rank(job.rank);
         Ok(job)
     }
 
@@ -52,6 +53,18 @@ impl JobEnv {
     /// assert_eq!((job.rank, job.size), (1, 4));
     /// ```
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv> {
+        Self::from_lookup_with(get, || {
+            Err(ConduitError::Bootstrap("no PMI session".to_string()))
+        })
+    }
+
+    /// [`JobEnv::from_lookup`], with `kvsname` giving the PMI-1 session's
+    /// KVS name (which names a Hydra job) when the job id is derived from
+    /// it.
+    fn from_lookup_with(
+        get: impl Fn(&str) -> Option<String>,
+        kvsname: impl FnOnce() -> Result<String>,
+    ) -> Result<JobEnv> {
         let vars = JobVars::from_lookup(&get)?;
         let launcher = match (vars.rank, vars.size) {
             (None, None) => crate::bootstrap::launcher_rank_size(&get)?,
@@ -65,10 +78,12 @@ impl JobEnv {
         let (rank, size, job_id) = match (vars.rank, vars.size) {
             (None, None) => match launcher {
                 Some((rank, size, who)) => {
-                    let job = vars
-                        .job_id
-                        .or_else(|| get("SLURM_JOB_ID").map(|j| format!("slurm{j}")))
-                        .unwrap_or_else(|| format!("{who}job"));
+                    let job = match vars.job_id {
+                        Some(j) => j,
+                        None => {
+                            derived_job_id(&get, kvsname)?.unwrap_or_else(|| format!("{who}job"))
+                        }
+                    };
                     (rank, size, job)
                 }
                 None => (0, 1, format!("single{}", std::process::id())),
@@ -79,9 +94,21 @@ impl JobEnv {
                         "FSHMEM_RANK={rank} must be below FSHMEM_SIZE={size}"
                     )));
                 }
-                let job = vars.job_id.ok_or_else(|| {
-                    ConduitError::Bootstrap("FSHMEM_JOB_ID is not set".to_string())
-                })?;
+                let job = match vars.job_id {
+                    Some(j) => j,
+                    None => get("FSHMEM_BOOTSTRAP")
+                        .map(|a| job_id_from("rv", &a))
+                        .ok_or_else(|| {
+                            ConduitError::Bootstrap(
+                                "FSHMEM_JOB_ID is not set: with FSHMEM_RANK and FSHMEM_SIZE, \
+                                 set FSHMEM_JOB_ID to one value for every PE of the job \
+                                 (1-64 characters of [A-Za-z0-9_-]; it names the job's \
+                                 shared memory), or FSHMEM_BOOTSTRAP, from which it is \
+                                 derived"
+                                    .to_string(),
+                            )
+                        })?,
+                };
                 (rank, size, job)
             }
             _ => {
@@ -109,12 +136,89 @@ impl JobEnv {
     }
 }
 
+/// The job id of a job started without oshrun and without `FSHMEM_JOB_ID`,
+/// from what identifies the job to its bootstrap service, the same on
+/// every PE and different for two jobs that run at once: the rendezvous
+/// address (`FSHMEM_BOOTSTRAP`, one server per address), Hydra's KVS name
+/// (through `kvsname`, when `PMI_FD` is set), the PMIx namespace, or
+/// Slurm's job and step ids. `None` when none is there.
+fn derived_job_id(
+    get: &impl Fn(&str) -> Option<String>,
+    kvsname: impl FnOnce() -> Result<String>,
+) -> Result<Option<String>> {
+    if let Some(a) = get("FSHMEM_BOOTSTRAP") {
+        return Ok(Some(job_id_from("rv", &a)));
+    }
+    if get("PMI_FD").is_some() {
+        if let Ok(k) = kvsname() {
+            return Ok(Some(job_id_from("pmi", &k)));
+        }
+    }
+    if crate::bootstrap::pmix::launched(get) {
+        if let Some(ns) = get("PMIX_NAMESPACE") {
+            return Ok(Some(job_id_from("pmix", &ns)));
+        }
+    }
+    Ok(get("SLURM_JOB_ID").map(|j| match get("SLURM_STEP_ID") {
+        Some(s) => job_id_from("slurm", &format!("{j}_{s}")),
+        None => job_id_from("slurm", &j),
+    }))
+}
+
+/// A job id made of `prefix` and `name`: characters outside
+/// `[A-Za-z0-9_-]` become `_`; past 64 characters the tail is a hash of
+/// the whole name, so that ids stay distinct.
+fn job_id_from(prefix: &str, name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let id = format!("{prefix}{clean}");
+    if id.len() <= 64 {
+        return id;
+    }
+    // FNV-1a: the same on every PE (no per-process seed).
+    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{}-{h:016x}", &id[..47])
+}
+
+/// The rank a launcher gave this process, as far as its variables tell
+/// (`FSHMEM_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`,
+/// `OMPI_COMM_WORLD_RANK`), for naming the PE in an error raised before
+/// the job is known; 0 when none is a number.
+pub fn rank_hint(get: impl Fn(&str) -> Option<String>) -> usize {
+    [
+        "FSHMEM_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "SLURM_PROCID",
+        "OMPI_COMM_WORLD_RANK",
+    ]
+    .iter()
+    .find_map(|k| get(k)?.trim().parse().ok())
+    .unwrap_or(0)
+}
+
 /// Names the file descriptor (a pipe's write end) through which a PE tells
 /// its launcher which PE failed first; `oshrun` sets it.
 pub const LAUNCHER_FD_VAR: &str = "FSHMEM_LAUNCHER_FD";
 
 /// The descriptor [`LAUNCHER_FD_VAR`] named when the job was read.
 static LAUNCHER_FD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Whether oshrun started this process (it set [`LAUNCHER_FD_VAR`]): oshrun
+/// then reports how the job ended, naming the PE that failed first.
+pub fn under_oshrun() -> bool {
+    LAUNCHER_FD.get().is_some()
+}
 
 /// Tells the launcher (through [`LAUNCHER_FD_VAR`]) that this PE found PE
 /// `pe` failed and is about to leave because of it, so that the launcher,
@@ -203,6 +307,39 @@ mod tests {
     }
 
     #[test]
+    fn job_ids_are_derived_from_the_bootstrap() {
+        let rv = [
+            ("FSHMEM_RANK", "1"),
+            ("FSHMEM_SIZE", "2"),
+            ("FSHMEM_BOOTSTRAP", "[::1]:4000"),
+        ];
+        assert_eq!(
+            JobEnv::from_lookup(env(&rv)).unwrap().job_id,
+            "rv___1__4000"
+        );
+        let e = JobEnv::from_lookup(env(&rv[..2])).unwrap_err().to_string();
+        assert!(
+            e.contains("FSHMEM_JOB_ID is not set") && e.contains("FSHMEM_BOOTSTRAP"),
+            "{e}"
+        );
+        let kvs = || Ok("kvs_123_0".to_string());
+        let pmi = env(&[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("PMI_FD", "5")]);
+        assert_eq!(
+            JobEnv::from_lookup_with(pmi, kvs).unwrap().job_id,
+            "pmikvs_123_0"
+        );
+        let long = "x".repeat(100);
+        let (a, b) = (
+            job_id_from("p", &long),
+            job_id_from("p", &(long.clone() + "y")),
+        );
+        assert!(a.len() <= 64 && b.len() <= 64 && a != b, "{a} {b}");
+        assert_eq!(a, job_id_from("p", &long));
+        assert_eq!(rank_hint(env(&[("PMIX_RANK", "3")])), 3);
+        assert_eq!(rank_hint(env(&[("FSHMEM_RANK", "x")])), 0);
+    }
+
+    #[test]
     fn launchers_supply_rank_and_size() {
         let j = JobEnv::from_lookup(env(&[("PMI_RANK", "2"), ("PMI_SIZE", "3")])).unwrap();
         assert_eq!((j.rank, j.size, j.conduit), (2, 3, ConduitKind::Ipv6));
@@ -213,6 +350,24 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!((j.rank, j.size, j.job_id.as_str()), (1, 4, "slurm77"));
+        let j = JobEnv::from_lookup(env(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_STEP_ID", "3"),
+            ("PMIX_NAMESPACE", "slurm.pmix.77.3"),
+            ("PMIX_RANK", "1"),
+        ]))
+        .unwrap();
+        assert_eq!(j.job_id, "pmixslurm_pmix_77_3");
+        let j = JobEnv::from_lookup(env(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_STEP_ID", "3"),
+        ]))
+        .unwrap();
+        assert_eq!(j.job_id, "slurm77_3");
         let e = JobEnv::from_lookup(env(&[("PMI_RANK", "3"), ("PMI_SIZE", "3")]))
             .unwrap_err()
             .to_string();

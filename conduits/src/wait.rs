@@ -75,6 +75,34 @@ pub fn timeout() -> Option<Duration> {
     }
 }
 
+/// This process's rank, once the job is known ([`note_rank`]).
+static MY_RANK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
+
+/// The PE whose global exit ends the job, once known ([`note_exit_from`]).
+static EXIT_FROM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
+
+/// Records this process's rank, for the line [`exit_job`] prints when
+/// another PE ends the job.
+pub fn note_rank(rank: usize) {
+    MY_RANK.store(rank, Ordering::SeqCst);
+}
+
+/// Records that PE `pe` (this PE, for its own global exit) ends the job;
+/// the first PE recorded stays.
+pub fn note_exit_from(pe: usize) {
+    let _ = EXIT_FROM.compare_exchange(usize::MAX, pe, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// Where PE `pe`'s request to end the job with `status` arrives: records
+/// it and, for a failure status, prints this PE's line saying why it
+/// leaves ([`exit_job`] would) now, before the request is acknowledged:
+/// once the requester has left, a launcher may kill this process at any
+/// moment.
+pub fn peer_ends_job(pe: usize, status: i32) {
+    note_exit_from(pe);
+    say_why(status);
+}
+
 /// Set once the job is ending through a global exit.
 static JOB_EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -99,6 +127,7 @@ pub fn exit_job(status: i32) -> ! {
     static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     note_job_exit();
     if IN_EXIT_HANDLER.load(Ordering::SeqCst) {
+        say_why(status);
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         // SAFETY: _exit ends the process at once; allowed anywhere.
@@ -109,7 +138,33 @@ pub fn exit_job(status: i32) -> ! {
             std::thread::park();
         }
     }
+    say_why(status);
     std::process::exit(status)
+}
+
+/// A PE that leaves with a failure status because another PE ended the
+/// job says so in one line, unless oshrun started it (oshrun reports the
+/// job's end itself, naming the PE that failed first): under any other
+/// launcher, this line is all that tells why this rank ended.
+fn say_why(status: i32) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let (me, from) = (
+        MY_RANK.load(Ordering::SeqCst),
+        EXIT_FROM.load(Ordering::SeqCst),
+    );
+    if status == 0
+        || me == usize::MAX
+        || from == me
+        || crate::job::under_oshrun()
+        || SAID.swap(true, Ordering::SeqCst)
+    {
+        return;
+    }
+    if from == usize::MAX {
+        crate::report!("PE {me}: leaving with status {status}: another PE ended the job");
+    } else {
+        crate::report!("PE {me}: leaving with status {status}: PE {from} ended the job");
+    }
 }
 
 /// Whether [`note_job_exit`] was called.

@@ -196,7 +196,10 @@ pub fn from_env(
         return Ok(Box::new(c));
     }
     if get("PMI_FD").is_some() {
-        let p = pmi::Pmi::from_env(&get)?;
+        let p = match pmi::take_opened() {
+            Some(p) => p,
+            None => pmi::Pmi::from_env(&get)?,
+        };
         if p.rank() != rank || p.size() != size {
             return Err(ConduitError::Bootstrap(format!(
                 "PMI says rank {} of {}, the job environment rank {rank} of {size}",

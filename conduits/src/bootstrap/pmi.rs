@@ -77,6 +77,29 @@ impl Line {
     }
 }
 
+/// The session [`open_early`] opened, until the bootstrap takes it.
+static OPENED: std::sync::Mutex<Option<Pmi>> = std::sync::Mutex::new(None);
+
+/// Opens this process's PMI-1 session before the bootstrap is built, so
+/// that the job can be named after its KVS name, and keeps it for
+/// [`take_opened`]; the KVS name. Once per process: later calls return
+/// the same name without opening another session.
+pub(crate) fn open_early(get: &impl Fn(&str) -> Option<String>) -> Result<String> {
+    static KVSNAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if let Some(k) = KVSNAME.get() {
+        return Ok(k.clone());
+    }
+    let p = Pmi::from_env(get)?;
+    let k = p.kvsname.clone();
+    *OPENED.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+    Ok(KVSNAME.get_or_init(|| k).clone())
+}
+
+/// The session [`open_early`] opened, if the bootstrap has not taken it.
+pub(crate) fn take_opened() -> Option<Pmi> {
+    OPENED.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
 /// A PE's PMI-1 session.
 #[derive(Debug)]
 pub struct Pmi {

@@ -272,6 +272,7 @@ impl Ipv6Conduit {
                 EXIT_HANDLER,
                 Arc::new(move |_tok, m| {
                     let status = m.args.first().copied().unwrap_or(1) as i32;
+                    crate::wait::peer_ends_job(m.src as usize, status);
                     sh.exit_status.store(status as i64, Ordering::Release);
                 }),
             )
@@ -578,6 +579,7 @@ impl Lifecycle for Ipv6Conduit {
     }
 
     fn global_exit(&self, status: i32) -> ! {
+        crate::wait::note_exit_from(self.rank);
         crate::wait::note_job_exit();
         self.broadcast_exit(status);
         crate::wait::exit_job(status)

@@ -128,6 +128,7 @@ impl OfiConduit {
                 EXIT_HANDLER,
                 Arc::new(move |_tok, m| {
                     let status = m.args.first().copied().unwrap_or(1) as i32;
+                    crate::wait::peer_ends_job(m.src as usize, status);
                     es.store(status as i64, Ordering::Release);
                 }),
             )

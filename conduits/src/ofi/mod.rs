@@ -473,6 +473,7 @@ impl Lifecycle for OfiConduit {
     }
 
     fn global_exit(&self, status: i32) -> ! {
+        crate::wait::note_exit_from(self.rank);
         crate::wait::note_job_exit();
         self.broadcast_exit(status);
         crate::wait::exit_job(status)

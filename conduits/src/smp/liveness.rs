@@ -11,6 +11,7 @@ impl SmpConduit {
     pub(super) fn check_global_exit(&self) {
         let w = self.ctl.global_exit().load(Ordering::Acquire);
         if w != 0 {
+            crate::wait::note_exit_from((w >> EXIT_FROM_SHIFT) as usize);
             crate::wait::note_job_exit();
             self.ctl
                 .state(self.rank)

@@ -153,7 +153,9 @@ pub const WAIT_TIMEOUT_STATUS: i32 = 124;
 
 impl Runtime {
     fn build(config: Config, thread_level: ThreadLevel, opts: StartOptions) -> Result<Runtime> {
-        let boot = |e: ConduitError| ShmemError::conduit(0, "shmem_init", e);
+        // Before the job is known, the PE is the rank its launcher gave.
+        let hint = conduits::job::rank_hint(|k| std::env::var(k).ok());
+        let boot = |e: ConduitError| ShmemError::conduit(hint, "shmem_init", e);
         let mut job = JobEnv::from_env().map_err(boot)?;
         if let Some(k) = opts.conduit {
             job.conduit = k;
