@@ -43,8 +43,12 @@ while [ "$r" -le "$RUNS" ]; do
     for np in $NPS; do
         for side in A B; do
             if [ "$side" = A ]; then d=$A; else d=$B; fi
-            timeout "$T" "$d/oshrun" -n "$np" --conduit "$CONDUIT" "$OUT/coll_bench.$side" "$SCALE" all \
-                >"$OUT/run.txt"
+            # A run that fails or exceeds T seconds is reported and left out.
+            if ! timeout "$T" "$d/oshrun" -n "$np" --conduit "$CONDUIT" "$OUT/coll_bench.$side" "$SCALE" all \
+                >"$OUT/run.txt"; then
+                echo "run $r, $side, $np PEs: failed or took over $T s; left out" >&2
+                continue
+            fi
             # Rows are "name words...   value": the last field is the value.
             awk -v run="$r" -v side="$side" -v np="$np" 'NR > 1 && NF >= 2 {
                     v = $NF; $NF = ""; sub(/ +$/, ""); gsub(/ /, "_"); print run, side, np "PE:" $0, v
