@@ -15,7 +15,8 @@
 // frames gets them all retransmitted after rto (doubling per retry up to
 // rto_max, reset by progress) and is declared dead after peer_timeout ticks
 // without progress (ERR_STATUS.PEER_TIMEOUT); its frames are then dropped
-// and its pending requests fail with Timeout.
+// and its pending requests fail with Timeout. While the core is not
+// enabled it takes no frame at all.
 `default_nettype none
 
 module fs_link_ctl #(
@@ -107,9 +108,12 @@ module fs_link_ctl #(
     // ---- acceptance of the two ports' frames ---------------------------------------
     wire [NB-1:0] s0 = ev_src[NB-1:0];
     wire [NB-1:0] s1 = ev_src[16 +: NB];
-    // Port 1's frame is ignored in a cycle where port 0 has one from the same peer.
-    wire          v0 = ev_valid[0];
-    wire          v1 = ev_valid[1] && !(ev_valid[0] && s0 == s1);
+    // A core that is not enabled serves no link (spec/registers.md 4.2): it
+    // ignores every frame, acknowledging nothing, so a peer that started
+    // first retransmits until this node is configured. Port 1's frame is
+    // ignored in a cycle where port 0 has one from the same peer.
+    wire          v0 = enabled && ev_valid[0];
+    wire          v1 = enabled && ev_valid[1] && !(ev_valid[0] && s0 == s1);
     wire [31:0]   d0 = ev_seq[31:0] - rx_exp[s0];
     wire [31:0]   d1 = ev_seq[63:32] - rx_exp[s1];
     assign ev_accept[0] = v0 && !ev_ctrl[0] && ev_stored[0] && (!ev_flags[0] || d0 == 32'd0);
