@@ -319,3 +319,45 @@ fn fragmented_long_am_reaches_the_host() {
     );
     assert_eq!(net.hosts[1].seg(0x42540, data.len()), data);
 }
+
+/// spec/registers.md 4.2: a board that is not enabled takes nothing from
+/// its links. Board 1 is reset and left disabled (its segment size 0), as a
+/// board is while its host is still bringing it up; a put from board 0
+/// must neither land nor fail, and must land once board 1 is reset again
+/// and enabled (its peer's retransmission brings it).
+#[test]
+fn a_disabled_board_takes_no_frame_until_enabled() {
+    use gasnet_core::cmd::{ctrl, regs};
+    let mut net = Net::new(2, BoardConfig::default(), 20);
+    let b = &mut net.hosts[1].board;
+    b.write32(regs::CTRL, ctrl::RESET);
+    while b.read32(regs::CTRL) & ctrl::RESET != 0 {}
+    assert_eq!(b.read32(regs::CTRL) & ctrl::ENABLE, 0);
+    net.hosts[0].submit(&[cmd::encode(&Descriptor::Put {
+        common: c(1),
+        target: 1,
+        remote: 0x100,
+        source: PutSource::Inline(Inline::new(&[0xA5; 8]).unwrap()),
+    })]);
+    // Long enough for the frame and several retransmissions (a 20 us first
+    // timeout at 250 cycles a microsecond).
+    for _ in 0..100_000 {
+        net.cycle();
+    }
+    assert_eq!(
+        net.hosts[0].poll_cq(),
+        None,
+        "the put completed at a disabled board"
+    );
+    assert_eq!(net.hosts[1].seg(0x100, 8), vec![0; 8]);
+    // Its host resets it once more and enables it: the put arrives whole.
+    net.hosts[1].bring_up(1, 2, common::RX_BOUNCE);
+    let cycles = net.settle(5_000_000);
+    let done = net.hosts[0].poll_cq().expect("the put completes");
+    assert_eq!(
+        (done.tag, done.status),
+        (1, Status::Ok),
+        "after {cycles} cycles"
+    );
+    assert_eq!(net.hosts[1].seg(0x100, 8), vec![0xA5; 8]);
+}
