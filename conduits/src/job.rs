@@ -34,7 +34,7 @@ impl JobEnv {
         if let Some(fd) = JobVars::from_lookup(get)?.launcher_fd {
             let _ = LAUNCHER_FD.set(fd);
         }
-        crate::wait::note_rank(job.rank);
+        crate::wait::note_rank(job.rank, under_oshrun());
         Ok(job)
     }
 

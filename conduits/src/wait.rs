@@ -81,9 +81,16 @@ static MY_RANK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 /// The PE whose global exit ends the job, once known ([`note_exit_from`]).
 static EXIT_FROM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
 
+/// Whether a launcher that reports the job's end itself (oshrun) started
+/// this process ([`note_rank`]).
+static LAUNCHER_REPORTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Records this process's rank, for the line [`exit_job`] prints when
-/// another PE ends the job.
-pub fn note_rank(rank: usize) {
+/// another PE ends the job, and whether the launcher reports the job's end
+/// itself (oshrun, which names the PE that failed first: then that line is
+/// not printed).
+pub fn note_rank(rank: usize, launcher_reports: bool) {
+    LAUNCHER_REPORTS.store(launcher_reports, Ordering::SeqCst);
     MY_RANK.store(rank, Ordering::SeqCst);
 }
 
@@ -155,7 +162,7 @@ fn say_why(status: i32) {
     if status == 0
         || me == usize::MAX
         || from == me
-        || crate::job::under_oshrun()
+        || LAUNCHER_REPORTS.load(Ordering::SeqCst)
         || SAID.swap(true, Ordering::SeqCst)
     {
         return;
