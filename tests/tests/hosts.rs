@@ -135,17 +135,10 @@ fn no_datagram_within_a_host(j: &Job, h: usize, what: &str) {
     }
 }
 
-/// api_check and coll_check at every shape on `net`. Across the impaired
-/// namespaces coll_check runs `quick` (every collective, the reductions on
-/// a few types, no thread test): each datagram lost costs a retransmission
-/// there, and the full check, which runs on loopback, takes minutes.
+/// api_check and the full coll_check at every shape on `net`.
 fn shmem_checks(net: Net) {
     let api = any_bin("api_check");
     let coll = any_bin("coll_check");
-    let coll_args: &[&str] = match net {
-        Net::Loopback => &[],
-        Net::ImpairedNetns => &["quick"],
-    };
     for (n, h) in SHAPES {
         let what = format!("api_check, {n} PEs on {h} hosts, {net:?}");
         let j = hosts_job(n, h, net, &api, &[]);
@@ -156,7 +149,7 @@ fn shmem_checks(net: Net) {
         no_datagram_within_a_host(&j, h, &what);
 
         let what = format!("coll_check, {n} PEs on {h} hosts, {net:?}");
-        let j = hosts_job(n, h, net, &coll, coll_args);
+        let j = hosts_job(n, h, net, &coll, &[]);
         assert_eq!(j.out.code(), Some(0), "{what}: {j:?}");
         assert_eq!(j.lines_starting("coll_check: PE").len(), n, "{what}: {j:?}");
         no_datagram_within_a_host(&j, h, &what);
