@@ -17,7 +17,7 @@
 #[path = "support/capi.rs"]
 mod capi;
 
-use fshmem_tests::{Job, any_bin, oshrun_cmd, run, shm_files, unique_job_id};
+use fshmem_tests::{Job, any_bin, oshrun_cmd, run, shm_files, skip, unique_job_id};
 use std::path::Path;
 use std::time::Duration;
 
@@ -215,10 +215,10 @@ fn namespaces_allowed() -> bool {
         out.stderr.contains("cannot create a network namespace"),
         "oshrun --host-net netns failed for another reason: {out:?}"
     );
-    println!(
-        "skipping: oshrun may not create network namespaces here ({})",
+    skip(&format!(
+        "oshrun may not create network namespaces here ({})",
         out.stderr.trim()
-    );
+    ));
     false
 }
 

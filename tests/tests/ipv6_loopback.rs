@@ -4,7 +4,7 @@
 //! exact results — plus failure handling: a silent peer is reported by
 //! name and the job ends non-zero, `global_exit` ends every PE.
 
-use fshmem_tests::{Job, any_bin, example, ipv6_job};
+use fshmem_tests::{Job, any_bin, example, ipv6_job, skip};
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(40);
@@ -83,7 +83,7 @@ fn vanished_pe_is_detected_and_global_exit_ends_the_job() {
 fn mpich_hydra_launches_over_pmi() {
     let hydra = std::path::Path::new("/usr/bin/mpiexec.hydra");
     if !hydra.is_file() {
-        println!("skipping: /usr/bin/mpiexec.hydra is absent (apt-get install mpich)");
+        skip("/usr/bin/mpiexec.hydra is absent (apt-get install mpich)");
         return;
     }
     for (prog, args, want) in [

@@ -12,7 +12,7 @@
 //! used instead, and the test says so. The test skips, printing why, only
 //! where the kernel forbids creating namespaces.
 
-use fshmem_tests::{RunOutput, any_bin, example, finish, spawn};
+use fshmem_tests::{RunOutput, any_bin, example, finish, skip, spawn};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -62,7 +62,9 @@ impl Fabric {
         let tag = format!("{:x}", (std::process::id() as usize * 16 + run) & 0xffff);
         let hub = format!("fsh{tag}h");
         if let Err(e) = ip(&["netns", "add", &hub]) {
-            println!("skipping: this kernel or user may not create network namespaces ({e})");
+            skip(&format!(
+                "this kernel or user may not create network namespaces ({e})"
+            ));
             return Ok(None);
         }
         let mut f = Fabric {
