@@ -335,6 +335,19 @@ impl<'a> Coll<'a> {
         v
     }
 
+    /// Copies `dst.len()` bytes of this PE's segment at `off` into `dst`
+    /// (no allocation: for the small, fixed-size reads of every call).
+    #[inline]
+    fn read_into(&self, off: usize, dst: &mut [u8]) {
+        debug_assert!(off + dst.len() <= self.rt.conduit.segment_len());
+        // SAFETY: as in `read`: the range lies in this PE's segment, read
+        // through a raw pointer no Rust reference aliases, into `dst`, a
+        // distinct buffer of the caller's.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.rt.local_addr(off), dst.as_mut_ptr(), dst.len());
+        }
+    }
+
     /// Writes `data` at `off` of this PE's segment.
     fn write<T: Pod>(&self, off: usize, data: &[T]) {
         let b = bytes_of(data);
@@ -485,7 +498,7 @@ impl<'a> Coll<'a> {
     fn wait_summary(&mut self, from: usize, at: usize) -> Result<Summary> {
         self.wait(from)?;
         let mut b = [0u8; SUMMARY_LEN];
-        b.copy_from_slice(&self.seg(self.counter(self.tr(from)) + at, SUMMARY_LEN));
+        self.read_into(self.counter(self.tr(from)) + at, &mut b);
         Ok(Summary::decode(&b))
     }
 
@@ -493,7 +506,7 @@ impl<'a> Coll<'a> {
     fn record_of(&self, rank: usize, off: usize) -> Result<Record> {
         let mut b = [0u8; RECORD_LEN];
         if rank == self.me() {
-            b.copy_from_slice(&self.seg(off, RECORD_LEN));
+            self.read_into(off, &mut b);
         } else {
             self.rt
                 .conduit
