@@ -66,11 +66,7 @@ fn a_heap_that_cannot_be_backed_is_refused_at_init() {
         let out = in_small_shm("40m", &["-n", &np, exe], &[("SHMEM_SYMMETRIC_SIZE", "16M")]);
         let what = format!("{n} PEs: {out:?}");
         if n <= 2 {
-            assert_eq!(out.code(), Some(0), "{what}");
-            for pe in 0..n {
-                let line = format!("PE {pe}: touched 16 MiB of the heap");
-                assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
-            }
+            assert_touched(&out, n, &what);
             continue;
         }
         assert_refused(&out, "16M", " in /dev/shm/fshmem-", &what);
@@ -88,6 +84,16 @@ fn a_heap_that_cannot_be_backed_is_refused_at_init() {
                 .contains("bytes for the symmetric heap (SHMEM_SYMMETRIC_SIZE=64M)"),
             "{n} PEs: {out:?}"
         );
+    }
+}
+
+/// `out` is a job of `n` PEs whose 16 MiB heaps were backed: it succeeded
+/// and each PE touched its whole heap once.
+fn assert_touched(out: &RunOutput, n: usize, what: &str) {
+    assert_eq!(out.code(), Some(0), "{what}");
+    for pe in 0..n {
+        let line = format!("PE {pe}: touched 16 MiB of the heap");
+        assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
     }
 }
 
@@ -147,11 +153,7 @@ fn an_fpga_heap_that_cannot_be_backed_is_refused_at_init() {
         );
         let what = format!("fpga, {n} PEs: {out:?}");
         if n <= 2 {
-            assert_eq!(out.code(), Some(0), "{what}");
-            for pe in 0..n {
-                let line = format!("PE {pe}: touched 16 MiB of the heap");
-                assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
-            }
+            assert_touched(&out, n, &what);
             continue;
         }
         assert_refused(&out, "16M", " in /dev/shm/fshmem-", &what);
@@ -199,15 +201,7 @@ fn a_memfd_heap_beyond_memory_is_refused_at_init() {
         cmd.envs(env.iter().copied())
             .env("SHMEM_SYMMETRIC_SIZE", "16M");
         let out = run(&mut cmd, JOB_TIMEOUT);
-        assert_eq!(out.code(), Some(0), "{conduit}: {out:?}");
-        for pe in 0..2 {
-            let line = format!("PE {pe}: touched 16 MiB of the heap");
-            assert_eq!(
-                lines_with(&out.stdout, &line).len(),
-                1,
-                "{conduit}: {out:?}"
-            );
-        }
+        assert_touched(&out, 2, &format!("{conduit}: {out:?}"));
     }
 }
 
