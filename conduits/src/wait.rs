@@ -100,6 +100,21 @@ pub fn note_exit_from(pe: usize) {
     let _ = EXIT_FROM.compare_exchange(usize::MAX, pe, Ordering::SeqCst, Ordering::SeqCst);
 }
 
+/// The global-exit word a PE publishes to end the job (smp's control
+/// page, the fpga conduit's bootstrap area): `status` in the low 32 bits,
+/// bit 32 set so that the word is never 0, and `from`, the PE that ends
+/// the job, from bit 40.
+#[cfg(any(feature = "smp", feature = "fpga"))]
+pub(crate) fn exit_word(status: i32, from: usize) -> u64 {
+    (from as u64) << 40 | 1 << 32 | status as u32 as u64
+}
+
+/// The status and the ending PE an [`exit_word`] carries.
+#[cfg(any(feature = "smp", feature = "fpga"))]
+pub(crate) fn exit_word_parts(word: u64) -> (i32, usize) {
+    (word as u32 as i32, (word >> 40) as usize)
+}
+
 /// Where PE `pe`'s request to end the job with `status` arrives: records
 /// it and, for a failure status, prints this PE's line saying why it
 /// leaves ([`exit_job`] would) now, before the request is acknowledged:

@@ -141,8 +141,9 @@ impl FpgaConduit {
     pub(super) fn check_exit_word(&self) {
         let exit = self.load64(self.layout.exit_word());
         if exit != 0 {
-            crate::wait::note_exit_from((exit >> 40) as usize);
-            crate::wait::exit_job((exit & 0xFF) as i32);
+            let (status, from) = crate::wait::exit_word_parts(exit);
+            crate::wait::note_exit_from(from);
+            crate::wait::exit_job(status);
         }
     }
 

@@ -746,8 +746,7 @@ impl Lifecycle for FpgaConduit {
 
     fn global_exit(&self, status: i32) -> ! {
         crate::wait::note_exit_from(self.rank);
-        // The status, a flag, and this PE's rank from bit 40.
-        let word = ((status as u32 & 0xFF) as u64) | 1 << 32 | (self.rank as u64) << 40;
+        let word = crate::wait::exit_word(status, self.rank);
         let bytes = word.to_le_bytes();
         for pe in (0..self.size).filter(|&p| p != self.rank) {
             let _ = self.raw_put(

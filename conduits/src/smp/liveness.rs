@@ -11,12 +11,13 @@ impl SmpConduit {
     pub(super) fn check_global_exit(&self) {
         let w = self.ctl.global_exit().load(Ordering::Acquire);
         if w != 0 {
-            crate::wait::note_exit_from((w >> EXIT_FROM_SHIFT) as usize);
+            let (status, from) = crate::wait::exit_word_parts(w);
+            crate::wait::note_exit_from(from);
             crate::wait::note_job_exit();
             self.ctl
                 .state(self.rank)
                 .store(state::FINALIZED, Ordering::Release);
-            crate::wait::exit_job(w as u32 as i32);
+            crate::wait::exit_job(status);
         }
     }
 

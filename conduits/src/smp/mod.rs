@@ -162,26 +162,21 @@ impl std::fmt::Debug for SmpConduit {
     }
 }
 
-/// The bit of the global-exit word from which the PE that ended the job
-/// is stored.
-const EXIT_FROM_SHIFT: u32 = 40;
-
 impl SmpConduit {
     /// The job id this PE belongs to.
     pub fn job_id(&self) -> &str {
         &self.job_id
     }
 
-    /// Sets the global-exit word to `status` (with the bit 32 set and this
-    /// PE's rank from bit [`EXIT_FROM_SHIFT`]) unless a PE set it first,
+    /// Sets the global-exit word to `status` and this PE
+    /// ([`crate::wait::exit_word`]) unless a PE set it first,
     /// without leaving: every PE of the job exits with the word's status
     /// the next time it enters the conduit (a routed job then ends the
     /// other hosts through its off-node conduit).
     pub fn post_global_exit(&self, status: i32) {
         crate::wait::note_exit_from(self.rank);
         crate::wait::note_job_exit();
-        // The status, a flag, and the PE that ends the job.
-        let word = (self.rank as u64) << EXIT_FROM_SHIFT | (1u64 << 32) | status as u32 as u64;
+        let word = crate::wait::exit_word(status, self.rank);
         let _ =
             self.ctl
                 .global_exit()
