@@ -35,9 +35,13 @@ pub(crate) const CHUNK: u64 = 32 << 20;
 /// Where the blocks of a backing file come from.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Space<'a> {
-    /// A file of the file system mounted at (or holding) this directory.
+    /// A file of the file system mounted at (or holding) this directory
+    /// (smp's files, fpga's devsim boards).
+    #[cfg_attr(not(any(feature = "smp", feature = "fpga")), allow(dead_code))]
     Dir(&'a Path),
-    /// A memfd: memory and swap, within the memory cgroups' limits.
+    /// A memfd: memory and swap, within the memory cgroups' limits (the
+    /// ipv6 and ofi segments).
+    #[cfg_attr(not(any(feature = "ipv6", feature = "ofi")), allow(dead_code))]
     Memory,
 }
 
