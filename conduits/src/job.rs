@@ -81,7 +81,7 @@ impl JobEnv {
                     let job = match vars.job_id {
                         Some(j) => j,
                         None => {
-                            derived_job_id(&get, kvsname)?.unwrap_or_else(|| format!("{who}job"))
+                            derived_job_id(&get, kvsname).unwrap_or_else(|| format!("{who}job"))
                         }
                     };
                     (rank, size, job)
@@ -141,28 +141,29 @@ impl JobEnv {
 /// every PE and different for two jobs that run at once: the rendezvous
 /// address (`FSHMEM_BOOTSTRAP`, one server per address), Hydra's KVS name
 /// (through `kvsname`, when `PMI_FD` is set), the PMIx namespace, or
-/// Slurm's job and step ids. `None` when none is there.
+/// Slurm's job and step ids. `None` when none is there (a PMI session
+/// that cannot be opened names nothing; the bootstrap reports it).
 fn derived_job_id(
     get: &impl Fn(&str) -> Option<String>,
     kvsname: impl FnOnce() -> Result<String>,
-) -> Result<Option<String>> {
+) -> Option<String> {
     if let Some(a) = get("FSHMEM_BOOTSTRAP") {
-        return Ok(Some(job_id_from("rv", &a)));
+        return Some(job_id_from("rv", &a));
     }
     if get("PMI_FD").is_some() {
         if let Ok(k) = kvsname() {
-            return Ok(Some(job_id_from("pmi", &k)));
+            return Some(job_id_from("pmi", &k));
         }
     }
     if crate::bootstrap::pmix::launched(get) {
         if let Some(ns) = get("PMIX_NAMESPACE") {
-            return Ok(Some(job_id_from("pmix", &ns)));
+            return Some(job_id_from("pmix", &ns));
         }
     }
-    Ok(get("SLURM_JOB_ID").map(|j| match get("SLURM_STEP_ID") {
+    get("SLURM_JOB_ID").map(|j| match get("SLURM_STEP_ID") {
         Some(s) => job_id_from("slurm", &format!("{j}_{s}")),
         None => job_id_from("slurm", &j),
-    }))
+    })
 }
 
 /// A job id made of `prefix` and `name`: characters outside
