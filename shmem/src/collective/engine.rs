@@ -1,6 +1,7 @@
 //! The collective engine: messages, waits and the algorithms, on segment
-//! offsets. Only the conduit's puts, put-with-signal, atomics and fence and
-//! local waits are used, so every algorithm runs unchanged on any conduit.
+//! offsets. Only the conduit's puts, put-with-signal, atomics and fence,
+//! stores through its mappings of peers' segments, and local waits are
+//! used, so every algorithm runs unchanged on any conduit.
 //!
 //! # Messages
 //!
@@ -11,6 +12,18 @@
 //! `counter >= count`. One writer per counter, atomics to one word applied
 //! in issue order and data before signal make this exact however far a
 //! sender runs ahead into later collectives: no reset, no round confusion.
+//!
+//! To a PE of its host (smp, or the on-node PEs of a routed job: those
+//! whose segment the conduit maps, [`Segments::peer_segment`]) a PE
+//! sends without the conduit, as Sandia OpenSHMEM's and Open MPI's
+//! shared-memory collectives do: it copies the data through the mapping
+//! and then *stores* the counter's new value (release), which it knows,
+//! being the counter's one writer (`CollState::sent`). The store is what
+//! the conduit's atomic add would leave, without the locked instruction:
+//! the receiver polls that cache line, and a locked add after the data
+//! waited for the line twice whenever the receiver took it back in
+//! between. Whether a PE is reached this way never changes during a job,
+//! so all messages to one counter take one path.
 //!
 //! # Scratch
 //!
@@ -51,6 +64,7 @@ use crate::runtime::Runtime;
 use conduits::prelude::*;
 use conduits::{AmoOp, AmoWidth, ConduitError, SignalOp};
 use std::sync::MutexGuard;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The barrier algorithm for a team of `n` PEs.
 pub(crate) fn choose_barrier(c: &CollConfig, n: usize) -> BarrierAlgo {
@@ -213,15 +227,84 @@ impl<'a> Coll<'a> {
         self.base + aux_offset(&self.rt.pool) + 8 * i
     }
 
+    /// Where this process stores to team rank `tr`'s segment directly: a
+    /// PE of this host other than itself (smp, or the on-node part of a
+    /// routed job), whose messages go through its mapping.
+    #[inline]
+    fn mapped(&self, tr: usize) -> Option<*mut u8> {
+        let pe = self.t.members[tr];
+        if tr == self.t.me {
+            return None;
+        }
+        self.rt.conduit.peer_segment(pe)
+    }
+
+    /// The next count of messages to team rank `tr`.
+    #[inline]
+    fn count_sent(&mut self, tr: usize) -> u64 {
+        let s = &mut self.st.sent[tr];
+        *s += 1;
+        *s
+    }
+
+    /// Ends a message to team rank `tr`, whose segment this process maps at
+    /// `base`: stores the new count into this PE's counter there, after
+    /// the message's data (release), as the one store that makes it
+    /// visible. One writer per counter, so a store of the count is the
+    /// conduit's atomic add without the locked instruction, whose wait for
+    /// the cache line doubled when the receiver, polling that line, took
+    /// it back between the data and the add.
+    #[inline]
+    fn publish(&mut self, tr: usize, base: *mut u8) {
+        let n = self.count_sent(tr);
+        let off = self.counter(self.t.me);
+        debug_assert!(off + 8 <= self.rt.conduit.segment_len());
+        // SAFETY: `base` maps a segment of `segment_len` bytes (the
+        // conduit's `peer_segment`), the counter lies in the team pool
+        // inside it, 8-byte aligned (`CELL` is a multiple of 64). The word
+        // is only ever accessed atomically: this PE stores it, its owner
+        // loads it (`Runtime::load_word`).
+        unsafe { AtomicU64::from_ptr(base.add(off).cast()).store(n, Ordering::Release) };
+    }
+
+    /// Checks that `len` bytes at `off` lie in a segment, before a store
+    /// through a mapping (the conduit checks its own operations).
+    #[inline]
+    fn in_segment(&self, tr: usize, off: usize, len: usize) -> Result<()> {
+        let seg = self.rt.conduit.segment_len();
+        if off.checked_add(len).is_some_and(|end| end <= seg) {
+            Ok(())
+        } else {
+            Err(self.err(ConduitError::OutOfSegment {
+                pe: self.t.members[tr],
+                offset: off,
+                len,
+                segment_len: seg,
+            }))
+        }
+    }
+
     /// Puts `data` at `off` on PE `to` (of the algorithms' ranks) and
     /// counts one message there.
     #[inline]
-    fn send(&self, to: usize, off: usize, data: &[u8]) -> Result<()> {
+    fn send(&mut self, to: usize, off: usize, data: &[u8]) -> Result<()> {
+        let tr = self.tr(to);
+        if let Some(base) = self.mapped(tr) {
+            self.in_segment(tr, off, data.len())?;
+            // SAFETY: the range lies in `to`'s segment (checked), mapped
+            // at `base`; `data` is this PE's private buffer, not in that
+            // mapping. The bytes are copied, never referenced: the owner
+            // reads them only after the count below (acquire).
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(off), data.len()) };
+            self.publish(tr, base);
+            return Ok(());
+        }
+        self.count_sent(tr);
         self.rt
             .conduit
             .put_signal(
                 CtxId::DEFAULT,
-                self.t.members[self.tr(to)],
+                self.t.members[tr],
                 off,
                 data,
                 self.counter(self.t.me),
@@ -233,18 +316,43 @@ impl<'a> Coll<'a> {
 
     /// Sends `len` bytes of this PE's segment at `src` to `off` on `to`.
     #[inline]
-    fn send_seg(&self, to: usize, off: usize, src: usize, len: usize) -> Result<()> {
-        self.send(to, off, &self.seg(src, len))
+    fn send_seg(&mut self, to: usize, off: usize, src: usize, len: usize) -> Result<()> {
+        let tr = self.tr(to);
+        if let Some(base) = self.mapped(tr) {
+            self.in_segment(tr, off, len)?;
+            debug_assert!(src + len <= self.rt.conduit.segment_len());
+            // SAFETY: the destination lies in `to`'s segment (checked),
+            // the source in this PE's (the engine's offsets), both reached
+            // through raw pointers only; they are different mappings of
+            // different PEs' segments, and `copy` allows overlap anyway.
+            unsafe { std::ptr::copy(self.rt.local_addr(src), base.add(off), len) };
+            self.publish(tr, base);
+            return Ok(());
+        }
+        // Small messages through a buffer on the stack, not the heap.
+        let mut small = [0u8; 256];
+        if len <= small.len() {
+            self.read_into(src, &mut small[..len]);
+            return self.send(to, off, &small[..len]);
+        }
+        let data = self.seg(src, len);
+        self.send(to, off, &data)
     }
 
     /// A message without data.
     #[inline]
-    fn signal(&self, to: usize) -> Result<()> {
+    fn signal(&mut self, to: usize) -> Result<()> {
+        let tr = self.tr(to);
+        if let Some(base) = self.mapped(tr) {
+            self.publish(tr, base);
+            return Ok(());
+        }
+        self.count_sent(tr);
         self.rt
             .conduit
             .atomic(
                 CtxId::DEFAULT,
-                self.t.members[self.tr(to)],
+                self.t.members[tr],
                 self.counter(self.t.me),
                 AmoOp::Add,
                 AmoWidth::W64,
@@ -487,7 +595,7 @@ impl<'a> Coll<'a> {
     /// Sends `sum` to team PE `to` as one message, at byte `at` of this
     /// PE's cell there.
     #[inline]
-    fn send_summary(&self, to: usize, at: usize, sum: &Summary) -> Result<()> {
+    fn send_summary(&mut self, to: usize, at: usize, sum: &Summary) -> Result<()> {
         let cell = self.counter(self.t.me);
         self.send(to, cell + at, &sum.encode())
     }
