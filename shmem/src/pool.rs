@@ -19,10 +19,6 @@ pub struct TeamConfig {
 pub(crate) struct CollState {
     /// Messages received so far from each team rank (waited for).
     pub(crate) expected: Vec<u64>,
-    /// Messages sent so far to each team rank: the value this PE's
-    /// counter there holds once they have all arrived. A message to a PE
-    /// of this host stores it (`collective::engine`, Messages).
-    pub(crate) sent: Vec<u64>,
     /// Scratch-using steps so far; its parity picks the scratch area.
     pub(crate) step: u64,
     /// Data-collective entry syncs so far; its parity picks which of a
@@ -67,7 +63,6 @@ impl TeamState {
             destroyed: AtomicBool::new(false),
             coll: Mutex::new(CollState {
                 expected: vec![0; n],
-                sent: vec![0; n],
                 step: 0,
                 agree_step: 0,
             }),

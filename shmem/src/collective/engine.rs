@@ -14,17 +14,14 @@
 //! sender runs ahead into later collectives: no reset, no round confusion.
 //!
 //! To a PE of its host (smp, or the on-node PEs of a routed job: those
-//! whose segment the conduit maps, [`Segments::peer_segment`]) a PE
-//! sends without the conduit, as Sandia OpenSHMEM's and Open MPI's
-//! shared-memory collectives do: it copies the data through the mapping
-//! and then *stores* the counter's new value (release), which it knows,
-//! being the counter's one writer (`CollState::sent`). The store is what
-//! the conduit's atomic add would leave, without the locked instruction:
-//! the receiver polls that cache line, and a locked add after the data
-//! waited for the line twice whenever the receiver took it back in
-//! between. Whether a PE is reached this way never changes during a job,
-//! so all messages to one counter take one path.
-//!
+//! whose segment the conduit maps, [`Segments::peer_segment`]) a PE sends
+//! without the conduit, as shared-memory collectives do: it copies the
+//! data from its own segment straight into the receiver's through the
+//! mapping (no staging copy) and adds 1 to the counter there with a CPU
+//! atomic, as the conduit's put-with-signal would. Whether a PE is reached
+//! this way never changes during a job, so every message to one counter
+//! takes one path.
+
 //! # Scratch
 //!
 //! Data a peer must not put straight into the user's destination (partial
@@ -239,32 +236,19 @@ impl<'a> Coll<'a> {
         self.rt.conduit.peer_segment(pe)
     }
 
-    /// The next count of messages to team rank `tr`.
-    #[inline]
-    fn count_sent(&mut self, tr: usize) -> u64 {
-        let s = &mut self.st.sent[tr];
-        *s += 1;
-        *s
-    }
-
     /// Ends a message to team rank `tr`, whose segment this process maps at
-    /// `base`: stores the new count into this PE's counter there, after
-    /// the message's data (release), as the one store that makes it
-    /// visible. One writer per counter, so a store of the count is the
-    /// conduit's atomic add without the locked instruction, whose wait for
-    /// the cache line doubled when the receiver, polling that line, took
-    /// it back between the data and the add.
+    /// `base`: adds 1 to this PE's counter there, after the message's data
+    /// (the conduit's put-with-signal, without its dispatch and checks).
     #[inline]
-    fn publish(&mut self, tr: usize, base: *mut u8) {
-        let n = self.count_sent(tr);
+    fn publish(&self, base: *mut u8) {
         let off = self.counter(self.t.me);
         debug_assert!(off + 8 <= self.rt.conduit.segment_len());
         // SAFETY: `base` maps a segment of `segment_len` bytes (the
-        // conduit's `peer_segment`), the counter lies in the team pool
+        // conduit's `peer_segment`); the counter lies in the team pool
         // inside it, 8-byte aligned (`CELL` is a multiple of 64). The word
-        // is only ever accessed atomically: this PE stores it, its owner
+        // is only ever accessed atomically: this PE adds to it, its owner
         // loads it (`Runtime::load_word`).
-        unsafe { AtomicU64::from_ptr(base.add(off).cast()).store(n, Ordering::Release) };
+        unsafe { AtomicU64::from_ptr(base.add(off).cast()).fetch_add(1, Ordering::AcqRel) };
     }
 
     /// Checks that `len` bytes at `off` lie in a segment, before a store
@@ -287,7 +271,7 @@ impl<'a> Coll<'a> {
     /// Puts `data` at `off` on PE `to` (of the algorithms' ranks) and
     /// counts one message there.
     #[inline]
-    fn send(&mut self, to: usize, off: usize, data: &[u8]) -> Result<()> {
+    fn send(&self, to: usize, off: usize, data: &[u8]) -> Result<()> {
         let tr = self.tr(to);
         if let Some(base) = self.mapped(tr) {
             self.in_segment(tr, off, data.len())?;
@@ -296,10 +280,9 @@ impl<'a> Coll<'a> {
             // mapping. The bytes are copied, never referenced: the owner
             // reads them only after the count below (acquire).
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(off), data.len()) };
-            self.publish(tr, base);
+            self.publish(base);
             return Ok(());
         }
-        self.count_sent(tr);
         self.rt
             .conduit
             .put_signal(
@@ -316,7 +299,7 @@ impl<'a> Coll<'a> {
 
     /// Sends `len` bytes of this PE's segment at `src` to `off` on `to`.
     #[inline]
-    fn send_seg(&mut self, to: usize, off: usize, src: usize, len: usize) -> Result<()> {
+    fn send_seg(&self, to: usize, off: usize, src: usize, len: usize) -> Result<()> {
         let tr = self.tr(to);
         if let Some(base) = self.mapped(tr) {
             self.in_segment(tr, off, len)?;
@@ -326,7 +309,7 @@ impl<'a> Coll<'a> {
             // through raw pointers only; they are different mappings of
             // different PEs' segments, and `copy` allows overlap anyway.
             unsafe { std::ptr::copy(self.rt.local_addr(src), base.add(off), len) };
-            self.publish(tr, base);
+            self.publish(base);
             return Ok(());
         }
         // Small messages through a buffer on the stack, not the heap.
@@ -341,13 +324,12 @@ impl<'a> Coll<'a> {
 
     /// A message without data.
     #[inline]
-    fn signal(&mut self, to: usize) -> Result<()> {
+    fn signal(&self, to: usize) -> Result<()> {
         let tr = self.tr(to);
         if let Some(base) = self.mapped(tr) {
-            self.publish(tr, base);
+            self.publish(base);
             return Ok(());
         }
-        self.count_sent(tr);
         self.rt
             .conduit
             .atomic(
@@ -595,7 +577,7 @@ impl<'a> Coll<'a> {
     /// Sends `sum` to team PE `to` as one message, at byte `at` of this
     /// PE's cell there.
     #[inline]
-    fn send_summary(&mut self, to: usize, at: usize, sum: &Summary) -> Result<()> {
+    fn send_summary(&self, to: usize, at: usize, sum: &Summary) -> Result<()> {
         let cell = self.counter(self.t.me);
         self.send(to, cell + at, &sum.encode())
     }
