@@ -29,6 +29,8 @@ macro_rules! declare_dispatch {
             $(, routed $routed:ident)?;
     )*) => {
         declare_dispatch!(@any
+            // The routed variants, whose on-node operations are inlined beside smp's.
+            [ $( $( $routed [all(feature = "smp", feature = $feature)] )? )* ]
             $(
                 $variant [feature = $feature] (crate::$module::$ty)
                 $( $routed [all(feature = "smp", feature = $feature)]
@@ -102,7 +104,7 @@ macro_rules! declare_dispatch {
 
     // AnyConduit and the static dispatch of every trait, over the variants
     // (leaf and routed) listed with their cfg predicate and type.
-    (@any $( $v:ident [$cfg:meta] ($t:ty) )*) => {
+    (@any [ $( $h:ident [$hcfg:meta] )* ] $( $v:ident [$cfg:meta] ($t:ty) )*) => {
         /// Every built conduit behind one type, dispatched statically by
         /// `match` so that hot paths inline: one variant per conduit, and
         /// one per network conduit routed by target PE with smp within a
@@ -161,39 +163,46 @@ macro_rules! declare_dispatch {
             }
         }
 
-        impl Rma for AnyConduit {
-            fn ctx_create(&self) -> Result<CtxId> {
-                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.ctx_create(), )* }
-            }
-            fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
-                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.ctx_destroy(ctx), )* }
-            }
-            #[inline(always)]
-            fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+        // The hot calls of the conduits that reach no peer through memory,
+        // out of line: `Rma for AnyConduit` inlines smp's operations and,
+        // for the routed variants, their operations to a PE of this host on
+        // the default context (smp's, after one table lookup:
+        // `Routed::hot`), and calls these for the rest. Those operations
+        // cost microseconds; a call is nothing to them. An 8-byte get from
+        // a PE of the host in a routed job went from 1.27x to 1.06x smp's
+        // (bench/hosts/run.sh); smp's own operations are unchanged.
+        impl AnyConduit {
+            #[inline(never)]
+            fn cold_put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
                 match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.put(ctx, pe, offset, src), )* }
             }
-            #[inline(always)]
-            unsafe fn put_nbi(&self, ctx: CtxId, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+
+            #[inline(never)]
+            unsafe fn cold_put_nbi(&self, ctx: CtxId, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
                 match *self { $(
                     #[cfg($cfg)]
                     // SAFETY: the caller upholds put_nbi's contract, passed on unchanged.
                     AnyConduit::$v(ref c) => unsafe { c.put_nbi(ctx, pe, offset, src, len) },
                 )* }
             }
-            #[inline(always)]
-            fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+
+            #[inline(never)]
+            fn cold_get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
                 match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.get(ctx, pe, offset, dst), )* }
             }
-            #[inline(always)]
-            unsafe fn get_nbi(&self, ctx: CtxId, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+
+            #[inline(never)]
+            unsafe fn cold_get_nbi(&self, ctx: CtxId, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
                 match *self { $(
                     #[cfg($cfg)]
                     // SAFETY: the caller upholds get_nbi's contract, passed on unchanged.
                     AnyConduit::$v(ref c) => unsafe { c.get_nbi(ctx, pe, offset, dst, len) },
                 )* }
             }
-            #[inline(always)]
-            fn atomic(
+
+            #[inline(never)]
+            #[allow(clippy::too_many_arguments)]
+            fn cold_atomic(
                 &self,
                 ctx: CtxId,
                 pe: usize,
@@ -208,8 +217,10 @@ macro_rules! declare_dispatch {
                     AnyConduit::$v(ref c) => c.atomic(ctx, pe, offset, op, width, operand, compare),
                 )* }
             }
-            #[inline(always)]
-            fn put_signal(
+
+            #[inline(never)]
+            #[allow(clippy::too_many_arguments)]
+            fn cold_put_signal(
                 &self,
                 ctx: CtxId,
                 pe: usize,
@@ -224,14 +235,161 @@ macro_rules! declare_dispatch {
                     AnyConduit::$v(ref c) => c.put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
                 )* }
             }
-            #[inline(always)]
-            fn fence(&self, ctx: CtxId) -> Result<()> {
+
+            #[inline(never)]
+            fn cold_fence(&self, ctx: CtxId) -> Result<()> {
                 match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.fence(ctx), )* }
             }
-            #[inline(always)]
-            fn quiet(&self, ctx: CtxId) -> Result<()> {
+
+            #[inline(never)]
+            fn cold_quiet(&self, ctx: CtxId) -> Result<()> {
                 match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.quiet(ctx), )* }
             }
+        }
+
+        impl Rma for AnyConduit {
+            fn ctx_create(&self) -> Result<CtxId> {
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.ctx_create(), )* }
+            }
+            fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.ctx_destroy(ctx), )* }
+            }
+            #[inline(always)]
+            fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+                match *self {
+                    #[cfg(feature = "smp")]
+                    AnyConduit::Smp(ref c) => c.put(ctx, pe, offset, src),
+                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => match c.hot(ctx, pe, false) {
+                        Some((on, l)) => on.put(ctx, l, offset, src).map_err(|e| c.lift(e)),
+                        None => self.cold_put(ctx, pe, offset, src),
+                    }, )*
+                    #[allow(unreachable_patterns)]
+                    _ => self.cold_put(ctx, pe, offset, src),
+                }
+            }
+
+            #[inline(always)]
+            unsafe fn put_nbi(&self, ctx: CtxId, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+                match *self {
+                    #[cfg(feature = "smp")]
+                    // SAFETY: the caller upholds the contract, passed on unchanged.
+                    AnyConduit::Smp(ref c) => unsafe { c.put_nbi(ctx, pe, offset, src, len) },
+                    $( #[cfg($hcfg)]
+                    // SAFETY: as above.
+                    AnyConduit::$h(ref c) => match c.hot(ctx, pe, false) {
+                        // SAFETY: as above (the router's quiet of the default context quiets `on`'s).
+                        Some((on, l)) => unsafe { on.put_nbi(ctx, l, offset, src, len) }.map_err(|e| c.lift(e)),
+                        // SAFETY: as above.
+                        None => unsafe { self.cold_put_nbi(ctx, pe, offset, src, len) },
+                    }, )*
+                    #[allow(unreachable_patterns)]
+                    // SAFETY: as above.
+                    _ => unsafe { self.cold_put_nbi(ctx, pe, offset, src, len) },
+                }
+            }
+
+            #[inline(always)]
+            fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+                match *self {
+                    #[cfg(feature = "smp")]
+                    AnyConduit::Smp(ref c) => c.get(ctx, pe, offset, dst),
+                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => match c.hot(ctx, pe, false) {
+                        Some((on, l)) => on.get(ctx, l, offset, dst).map_err(|e| c.lift(e)),
+                        None => self.cold_get(ctx, pe, offset, dst),
+                    }, )*
+                    #[allow(unreachable_patterns)]
+                    _ => self.cold_get(ctx, pe, offset, dst),
+                }
+            }
+
+            #[inline(always)]
+            unsafe fn get_nbi(&self, ctx: CtxId, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+                match *self {
+                    #[cfg(feature = "smp")]
+                    // SAFETY: the caller upholds the contract, passed on unchanged.
+                    AnyConduit::Smp(ref c) => unsafe { c.get_nbi(ctx, pe, offset, dst, len) },
+                    $( #[cfg($hcfg)]
+                    // SAFETY: as above.
+                    AnyConduit::$h(ref c) => match c.hot(ctx, pe, false) {
+                        // SAFETY: as above (the router's quiet of the default context quiets `on`'s).
+                        Some((on, l)) => unsafe { on.get_nbi(ctx, l, offset, dst, len) }.map_err(|e| c.lift(e)),
+                        // SAFETY: as above.
+                        None => unsafe { self.cold_get_nbi(ctx, pe, offset, dst, len) },
+                    }, )*
+                    #[allow(unreachable_patterns)]
+                    // SAFETY: as above.
+                    _ => unsafe { self.cold_get_nbi(ctx, pe, offset, dst, len) },
+                }
+            }
+
+            #[inline(always)]
+            fn atomic(
+                &self,
+                ctx: CtxId,
+                pe: usize,
+                offset: usize,
+                op: AmoOp,
+                width: AmoWidth,
+                operand: u64,
+                compare: u64,
+            ) -> Result<u64> {
+                match *self {
+                    #[cfg(feature = "smp")]
+                    AnyConduit::Smp(ref c) => c.atomic(ctx, pe, offset, op, width, operand, compare),
+                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => match c.hot(ctx, pe, true) {
+                        Some((on, l)) => on.atomic(ctx, l, offset, op, width, operand, compare).map_err(|e| c.lift(e)),
+                        None => self.cold_atomic(ctx, pe, offset, op, width, operand, compare),
+                    }, )*
+                    #[allow(unreachable_patterns)]
+                    _ => self.cold_atomic(ctx, pe, offset, op, width, operand, compare),
+                }
+            }
+
+            #[inline(always)]
+            fn put_signal(
+                &self,
+                ctx: CtxId,
+                pe: usize,
+                offset: usize,
+                src: &[u8],
+                sig_offset: usize,
+                sig_op: SignalOp,
+                sig_value: u64,
+            ) -> Result<()> {
+                match *self {
+                    #[cfg(feature = "smp")]
+                    AnyConduit::Smp(ref c) => c.put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
+                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => match c.hot(ctx, pe, true) {
+                        Some((on, l)) => on.put_signal(ctx, l, offset, src, sig_offset, sig_op, sig_value).map_err(|e| c.lift(e)),
+                        None => self.cold_put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
+                    }, )*
+                    #[allow(unreachable_patterns)]
+                    _ => self.cold_put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
+                }
+            }
+
+            #[inline(always)]
+            fn fence(&self, ctx: CtxId) -> Result<()> {
+                match *self {
+                    #[cfg(feature = "smp")]
+                    AnyConduit::Smp(ref c) => c.fence(ctx),
+                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => c.fence(ctx), )*
+                    #[allow(unreachable_patterns)]
+                    _ => self.cold_fence(ctx),
+                }
+            }
+
+            #[inline(always)]
+            fn quiet(&self, ctx: CtxId) -> Result<()> {
+                match *self {
+                    #[cfg(feature = "smp")]
+                    AnyConduit::Smp(ref c) => c.quiet(ctx),
+                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => c.quiet(ctx), )*
+                    #[allow(unreachable_patterns)]
+                    _ => self.cold_quiet(ctx),
+                }
+            }
+
             fn cpu_atomics(&self) -> bool {
                 match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.cpu_atomics(), )* }
             }

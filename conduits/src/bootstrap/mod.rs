@@ -35,6 +35,7 @@ pub const MAX_BLOB: usize = 64 << 10;
 /// Checks the job shape a network conduit attaches with: `rank` of `size`
 /// PEs must be a valid node of the wire protocol and agree with what the
 /// bootstrap says; `conduit` names the conduit in the error.
+#[cfg_attr(not(any(feature = "ipv6", feature = "ofi")), allow(dead_code))]
 pub(crate) fn check_shape(
     conduit: &str,
     rank: usize,

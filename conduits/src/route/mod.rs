@@ -326,6 +326,27 @@ impl<On, Off> Routed<On, Off> {
         }
     }
 
+    /// The on-node conduit and `pe`'s local rank when an operation on the
+    /// default context `ctx` goes to a PE of this host: the part of every
+    /// routed operation that [`crate::registry::AnyConduit`] inlines beside
+    /// smp's (anything else is a call). `amo`: the operation is an atomic
+    /// or carries a signal, which goes on-node only where both conduits
+    /// apply CPU atomics.
+    #[cfg_attr(
+        not(all(feature = "smp", any(feature = "ipv6", feature = "ofi"))),
+        allow(dead_code)
+    )]
+    #[inline(always)]
+    pub(crate) fn hot(&self, ctx: CtxId, pe: usize, amo: bool) -> Option<(&On, usize)> {
+        if ctx != CtxId::DEFAULT || (amo && !self.atomics_on_node) {
+            return None;
+        }
+        match self.route.get(pe) {
+            Some(&l) if l != OFF => Some((&self.on, l as usize)),
+            _ => None,
+        }
+    }
+
     /// The pair of contexts router context `ctx` stands for.
     #[inline(always)]
     fn pair(&self, ctx: CtxId) -> Result<(CtxId, CtxId)> {
@@ -355,7 +376,7 @@ impl<On, Off> Routed<On, Off> {
     /// An error of the on-node conduit, whose PEs are local ranks, with
     /// job ranks instead.
     #[cold]
-    fn lift(&self, e: ConduitError) -> ConduitError {
+    pub(crate) fn lift(&self, e: ConduitError) -> ConduitError {
         let job = |l: usize| self.locals.get(l).copied().unwrap_or(l);
         match e {
             ConduitError::PeOutOfRange { pe, .. } => ConduitError::PeOutOfRange {
