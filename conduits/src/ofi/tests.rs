@@ -127,8 +127,11 @@ fn a_contexts_quiet_returns_while_another_waits_for_a_slow_target() {
 
 /// Loading libfabric (whose Debian build pulls in libinfinipath, which
 /// installs `exit(1)` handlers at load) leaves the process's signal
-/// dispositions as they were: SIGTERM and SIGINT keep their default
-/// action (the test harness sets none).
+/// dispositions as they were: no handler of the library's is left on
+/// SIGTERM, SIGINT, SIGILL or SIGABRT. The test harness installs none, so
+/// each is the default action, or ignored where the suite was started in
+/// the background by a shell without job control (which ignores SIGINT in
+/// such commands).
 #[test]
 fn loading_libfabric_leaves_signal_handlers_alone() {
     api::api().expect("libfabric is installed for the tests");
@@ -138,6 +141,10 @@ fn loading_libfabric_leaves_signal_handlers_alone() {
         // SAFETY: a NULL new action only reads the current one.
         let r = unsafe { libc::sigaction(sig, std::ptr::null(), &mut now) };
         assert_eq!(r, 0);
-        assert_eq!(now.sa_sigaction, libc::SIG_DFL, "signal {sig}");
+        assert!(
+            now.sa_sigaction == libc::SIG_DFL || now.sa_sigaction == libc::SIG_IGN,
+            "signal {sig} has a handler installed: {:#x}",
+            now.sa_sigaction
+        );
     }
 }
