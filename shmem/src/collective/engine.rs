@@ -21,7 +21,7 @@
 //! atomic, as the conduit's put-with-signal would. Whether a PE is reached
 //! this way never changes during a job, so every message to one counter
 //! takes one path.
-
+//!
 //! # Scratch
 //!
 //! Data a peer must not put straight into the user's destination (partial
@@ -229,11 +229,10 @@ impl<'a> Coll<'a> {
     /// routed job), whose messages go through its mapping.
     #[inline]
     fn mapped(&self, tr: usize) -> Option<*mut u8> {
-        let pe = self.t.members[tr];
         if tr == self.t.me {
             return None;
         }
-        self.rt.conduit.peer_segment(pe)
+        self.rt.conduit.peer_segment(self.t.members[tr])
     }
 
     /// Ends a message to team rank `tr`, whose segment this process maps at
@@ -251,21 +250,33 @@ impl<'a> Coll<'a> {
         unsafe { AtomicU64::from_ptr(base.add(off).cast()).fetch_add(1, Ordering::AcqRel) };
     }
 
-    /// Checks that `len` bytes at `off` lie in a segment, before a store
-    /// through a mapping (the conduit checks its own operations).
+    /// A message of `len` bytes at `src` to `off` on team rank `tr`, whose
+    /// segment this process maps at `base`: the bytes are copied through
+    /// the mapping (after the conduit's own range check, which this path
+    /// bypasses), then counted ([`Coll::publish`]).
+    ///
+    /// # Safety
+    /// `src` is valid for reads of `len` bytes and is not referenced by
+    /// any live Rust reference that the copy could invalidate.
     #[inline]
-    fn in_segment(&self, tr: usize, off: usize, len: usize) -> Result<()> {
-        let seg = self.rt.conduit.segment_len();
-        if off.checked_add(len).is_some_and(|end| end <= seg) {
-            Ok(())
-        } else {
-            Err(self.err(ConduitError::OutOfSegment {
-                pe: self.t.members[tr],
-                offset: off,
-                len,
-                segment_len: seg,
-            }))
-        }
+    unsafe fn send_mapped(
+        &self,
+        tr: usize,
+        base: *mut u8,
+        off: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        let c = &self.rt.conduit;
+        conduits::error::check_range(self.t.members[tr], c.size(), off, len, c.segment_len())
+            .map_err(|e| self.err(e))?;
+        // SAFETY: the destination lies in `tr`'s segment (checked), mapped
+        // at `base` and reached through raw pointers only; the caller
+        // vouches for the source. The owner reads the bytes only after the
+        // count below (acquire); `copy` allows any overlap.
+        unsafe { std::ptr::copy(src, base.add(off), len) };
+        self.publish(base);
+        Ok(())
     }
 
     /// Puts `data` at `off` on PE `to` (of the algorithms' ranks) and
@@ -274,14 +285,9 @@ impl<'a> Coll<'a> {
     fn send(&self, to: usize, off: usize, data: &[u8]) -> Result<()> {
         let tr = self.tr(to);
         if let Some(base) = self.mapped(tr) {
-            self.in_segment(tr, off, data.len())?;
-            // SAFETY: the range lies in `to`'s segment (checked), mapped
-            // at `base`; `data` is this PE's private buffer, not in that
-            // mapping. The bytes are copied, never referenced: the owner
-            // reads them only after the count below (acquire).
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(off), data.len()) };
-            self.publish(base);
-            return Ok(());
+            // SAFETY: `data` is a slice the caller holds: valid for its
+            // length; the copy only reads it.
+            return unsafe { self.send_mapped(tr, base, off, data.as_ptr(), data.len()) };
         }
         self.rt
             .conduit
@@ -302,15 +308,11 @@ impl<'a> Coll<'a> {
     fn send_seg(&self, to: usize, off: usize, src: usize, len: usize) -> Result<()> {
         let tr = self.tr(to);
         if let Some(base) = self.mapped(tr) {
-            self.in_segment(tr, off, len)?;
             debug_assert!(src + len <= self.rt.conduit.segment_len());
-            // SAFETY: the destination lies in `to`'s segment (checked),
-            // the source in this PE's (the engine's offsets), both reached
-            // through raw pointers only; they are different mappings of
-            // different PEs' segments, and `copy` allows overlap anyway.
-            unsafe { std::ptr::copy(self.rt.local_addr(src), base.add(off), len) };
-            self.publish(base);
-            return Ok(());
+            // SAFETY: the source lies in this PE's segment (the engine's
+            // offsets), reached through a raw pointer that no Rust
+            // reference aliases.
+            return unsafe { self.send_mapped(tr, base, off, self.rt.local_addr(src), len) };
         }
         // Small messages through a buffer on the stack, not the heap.
         let mut small = [0u8; 256];
