@@ -22,6 +22,39 @@ use crate::job::JobEnv;
 use crate::kinds::{ConduitKind, with_conduits};
 use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 
+/// The body of one of `Rma for AnyConduit`'s hot operations: `$m` on
+/// smp, inline; on a routed variant (listed with its cfg predicate),
+/// inline when `Routed::hot` finds the target on this host (`$amo`: an
+/// atomic or a signal), its errors lifted to job ranks; anything else
+/// through the out-of-line `$cold`. `$args` are the arguments after the
+/// context and the PE, in parentheses.
+macro_rules! dispatch_hot {
+    ($self:ident, [$( $h:ident [$hcfg:meta] )*], $ctx:ident, $pe:ident, $amo:expr,
+        $m:ident, $cold:ident $args:tt) => {
+        match *$self {
+            #[cfg(feature = "smp")]
+            AnyConduit::Smp(ref c) => call_with!(c.$m, $ctx, $pe, $args),
+            $(
+                #[cfg($hcfg)]
+                AnyConduit::$h(ref c) => match c.hot($ctx, $pe, $amo) {
+                    Some((on, l)) => call_with!(on.$m, $ctx, l, $args).map_err(|e| c.lift(e)),
+                    None => call_with!($self.$cold, $ctx, $pe, $args),
+                },
+            )*
+            #[allow(unreachable_patterns)]
+            _ => call_with!($self.$cold, $ctx, $pe, $args),
+        }
+    };
+}
+
+/// `$r.$m(ctx, pe, args...)`, for `dispatch_hot!` (whose argument list
+/// is one token tree, so that it can be used inside a repetition).
+macro_rules! call_with {
+    ($r:ident . $m:ident, $ctx:expr, $pe:expr, ($($a:expr),*)) => {
+        $r.$m($ctx, $pe, $($a),*)
+    };
+}
+
 macro_rules! declare_dispatch {
     ($(
         $(#[$doc:meta])*
@@ -256,69 +289,30 @@ macro_rules! declare_dispatch {
             }
             #[inline(always)]
             fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
-                match *self {
-                    #[cfg(feature = "smp")]
-                    AnyConduit::Smp(ref c) => c.put(ctx, pe, offset, src),
-                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => match c.hot(ctx, pe, false) {
-                        Some((on, l)) => on.put(ctx, l, offset, src).map_err(|e| c.lift(e)),
-                        None => self.cold_put(ctx, pe, offset, src),
-                    }, )*
-                    #[allow(unreachable_patterns)]
-                    _ => self.cold_put(ctx, pe, offset, src),
-                }
+                dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, false, put, cold_put(offset, src))
             }
 
             #[inline(always)]
             unsafe fn put_nbi(&self, ctx: CtxId, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
-                match *self {
-                    #[cfg(feature = "smp")]
-                    // SAFETY: the caller upholds the contract, passed on unchanged.
-                    AnyConduit::Smp(ref c) => unsafe { c.put_nbi(ctx, pe, offset, src, len) },
-                    $( #[cfg($hcfg)]
-                    // SAFETY: as above.
-                    AnyConduit::$h(ref c) => match c.hot(ctx, pe, false) {
-                        // SAFETY: as above (the router's quiet of the default context quiets `on`'s).
-                        Some((on, l)) => unsafe { on.put_nbi(ctx, l, offset, src, len) }.map_err(|e| c.lift(e)),
-                        // SAFETY: as above.
-                        None => unsafe { self.cold_put_nbi(ctx, pe, offset, src, len) },
-                    }, )*
-                    #[allow(unreachable_patterns)]
-                    // SAFETY: as above.
-                    _ => unsafe { self.cold_put_nbi(ctx, pe, offset, src, len) },
+                // SAFETY: the caller upholds put_nbi's contract, passed on
+                // unchanged (for a routed job's on-node call too: the
+                // router's quiet of the default context quiets the on-node
+                // conduit's).
+                unsafe {
+                    dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, false, put_nbi, cold_put_nbi(offset, src, len))
                 }
             }
 
             #[inline(always)]
             fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-                match *self {
-                    #[cfg(feature = "smp")]
-                    AnyConduit::Smp(ref c) => c.get(ctx, pe, offset, dst),
-                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => match c.hot(ctx, pe, false) {
-                        Some((on, l)) => on.get(ctx, l, offset, dst).map_err(|e| c.lift(e)),
-                        None => self.cold_get(ctx, pe, offset, dst),
-                    }, )*
-                    #[allow(unreachable_patterns)]
-                    _ => self.cold_get(ctx, pe, offset, dst),
-                }
+                dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, false, get, cold_get(offset, dst))
             }
 
             #[inline(always)]
             unsafe fn get_nbi(&self, ctx: CtxId, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
-                match *self {
-                    #[cfg(feature = "smp")]
-                    // SAFETY: the caller upholds the contract, passed on unchanged.
-                    AnyConduit::Smp(ref c) => unsafe { c.get_nbi(ctx, pe, offset, dst, len) },
-                    $( #[cfg($hcfg)]
-                    // SAFETY: as above.
-                    AnyConduit::$h(ref c) => match c.hot(ctx, pe, false) {
-                        // SAFETY: as above (the router's quiet of the default context quiets `on`'s).
-                        Some((on, l)) => unsafe { on.get_nbi(ctx, l, offset, dst, len) }.map_err(|e| c.lift(e)),
-                        // SAFETY: as above.
-                        None => unsafe { self.cold_get_nbi(ctx, pe, offset, dst, len) },
-                    }, )*
-                    #[allow(unreachable_patterns)]
-                    // SAFETY: as above.
-                    _ => unsafe { self.cold_get_nbi(ctx, pe, offset, dst, len) },
+                // SAFETY: as for put_nbi.
+                unsafe {
+                    dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, false, get_nbi, cold_get_nbi(offset, dst, len))
                 }
             }
 
@@ -333,16 +327,8 @@ macro_rules! declare_dispatch {
                 operand: u64,
                 compare: u64,
             ) -> Result<u64> {
-                match *self {
-                    #[cfg(feature = "smp")]
-                    AnyConduit::Smp(ref c) => c.atomic(ctx, pe, offset, op, width, operand, compare),
-                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => match c.hot(ctx, pe, true) {
-                        Some((on, l)) => on.atomic(ctx, l, offset, op, width, operand, compare).map_err(|e| c.lift(e)),
-                        None => self.cold_atomic(ctx, pe, offset, op, width, operand, compare),
-                    }, )*
-                    #[allow(unreachable_patterns)]
-                    _ => self.cold_atomic(ctx, pe, offset, op, width, operand, compare),
-                }
+                dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, true, atomic,
+                    cold_atomic(offset, op, width, operand, compare))
             }
 
             #[inline(always)]
@@ -356,16 +342,8 @@ macro_rules! declare_dispatch {
                 sig_op: SignalOp,
                 sig_value: u64,
             ) -> Result<()> {
-                match *self {
-                    #[cfg(feature = "smp")]
-                    AnyConduit::Smp(ref c) => c.put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
-                    $( #[cfg($hcfg)] AnyConduit::$h(ref c) => match c.hot(ctx, pe, true) {
-                        Some((on, l)) => on.put_signal(ctx, l, offset, src, sig_offset, sig_op, sig_value).map_err(|e| c.lift(e)),
-                        None => self.cold_put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
-                    }, )*
-                    #[allow(unreachable_patterns)]
-                    _ => self.cold_put_signal(ctx, pe, offset, src, sig_offset, sig_op, sig_value),
-                }
+                dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, true, put_signal,
+                    cold_put_signal(offset, src, sig_offset, sig_op, sig_value))
             }
 
             #[inline(always)]
