@@ -202,8 +202,9 @@ macro_rules! declare_dispatch {
         // the default context (smp's, after one table lookup:
         // `Routed::hot`), and calls these for the rest. Those operations
         // cost microseconds; a call is nothing to them. An 8-byte get from
-        // a PE of the host in a routed job went from 1.27x to 1.06x smp's
-        // (bench/hosts/run.sh); smp's own operations are unchanged.
+        // a PE of the host in a routed job went from 1.27x to 1.06-1.23x
+        // smp's (bench/hosts/run.sh, medians of 3 and 5 rounds); smp's own
+        // operations are unchanged.
         impl AnyConduit {
             #[inline(never)]
             fn cold_put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
