@@ -137,7 +137,7 @@ fn shift_lane(crc: u32) -> u32 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
 unsafe fn update_sse42(crc: u32, data: &[u8]) -> u32 {
-    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    use std::arch::x86_64::{_mm_crc32_u8, _mm_crc32_u64};
     fn word(b: &[u8]) -> u64 {
         let mut w = [0u8; 8];
         w.copy_from_slice(&b[..8]);

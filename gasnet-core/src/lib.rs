@@ -25,6 +25,7 @@ pub mod config;
 pub mod crc;
 pub mod engine;
 pub mod impair;
+pub mod pool;
 pub mod reliable;
 pub mod spec_examples;
 pub mod types;

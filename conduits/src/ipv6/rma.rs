@@ -37,11 +37,12 @@ impl Rma for Ipv6Conduit {
         if src.is_empty() {
             return self.check_failed();
         }
-        for (k, part) in src.chunks(CHUNK).enumerate() {
+        let chunk = self.chunks[pe];
+        for (k, part) in src.chunks(chunk).enumerate() {
             let cmd = Command::Put {
                 dst: pe as NodeId,
-                offset: (offset + k * CHUNK) as u64,
-                source: PutSource::Bytes(part.to_vec()),
+                offset: (offset + k * chunk) as u64,
+                source: PutSource::Bytes(gasnet_core::pool::copy_of(part)),
             };
             self.submit(ctx, cmd, Want::Nbi)?;
         }
@@ -72,34 +73,39 @@ impl Rma for Ipv6Conduit {
         if dst.is_empty() {
             return self.check_failed();
         }
+        let chunk = self.chunks[pe];
         if let Some(at) = self.in_segment(dst.as_ptr(), dst.len()) {
-            let cmd = Command::Get {
-                dst: pe as NodeId,
-                offset: offset as u64,
-                len: dst.len() as u64,
-                into: GetInto::Segment(at),
-            };
-            let tag = self.submit(ctx, cmd, Want::Value)?;
-            return self
-                .wait_value(tag, || {
+            let mut tags = Vec::with_capacity(dst.len().div_ceil(chunk));
+            for k in (0..dst.len()).step_by(chunk) {
+                let cmd = Command::Get {
+                    dst: pe as NodeId,
+                    offset: (offset + k) as u64,
+                    len: chunk.min(dst.len() - k) as u64,
+                    into: GetInto::Segment(at + k as u64),
+                };
+                tags.push(self.submit(ctx, cmd, Want::Value)?);
+            }
+            for tag in tags {
+                self.wait_value(tag, || {
                     format!(
                         "the data of a blocking get of {} bytes from PE {pe} at offset {offset:#x}",
                         dst.len()
                     )
-                })
-                .map(|_| ());
+                })?;
+            }
+            return Ok(());
         }
-        let mut tags = Vec::with_capacity(dst.len().div_ceil(CHUNK));
-        for (k, part) in dst.chunks(CHUNK).enumerate() {
+        let mut tags = Vec::with_capacity(dst.len().div_ceil(chunk));
+        for (k, part) in dst.chunks(chunk).enumerate() {
             let cmd = Command::Get {
                 dst: pe as NodeId,
-                offset: (offset + k * CHUNK) as u64,
+                offset: (offset + k * chunk) as u64,
                 len: part.len() as u64,
                 into: GetInto::Buffer,
             };
             tags.push(self.submit(ctx, cmd, Want::Value)?);
         }
-        for (tag, part) in tags.into_iter().zip(dst.chunks_mut(CHUNK)) {
+        for (tag, part) in tags.into_iter().zip(dst.chunks_mut(chunk)) {
             let c = self.wait_value(tag, || {
                 format!("the data of a blocking get from PE {pe} at offset {offset:#x}")
             })?;
@@ -126,18 +132,22 @@ impl Rma for Ipv6Conduit {
         if len == 0 {
             return self.check_failed();
         }
-        if let Some(at) = self.in_segment(dst, len) {
-            let cmd = Command::Get {
-                dst: pe as NodeId,
-                offset: offset as u64,
-                len: len as u64,
-                into: GetInto::Segment(at),
-            };
-            return self.submit(ctx, cmd, Want::Nbi).map(|_| ());
+        let chunk = self.chunks[pe];
+        if let Some(seg_at) = self.in_segment(dst, len) {
+            for k in (0..len).step_by(chunk) {
+                let cmd = Command::Get {
+                    dst: pe as NodeId,
+                    offset: (offset + k) as u64,
+                    len: chunk.min(len - k) as u64,
+                    into: GetInto::Segment(seg_at + k as u64),
+                };
+                self.submit(ctx, cmd, Want::Nbi)?;
+            }
+            return Ok(());
         }
         let mut at = 0;
         while at < len {
-            let n = CHUNK.min(len - at);
+            let n = chunk.min(len - at);
             let cmd = Command::Get {
                 dst: pe as NodeId,
                 offset: (offset + at) as u64,

@@ -80,6 +80,7 @@ impl<M: Memory> Engine<M> {
                     Err(e) => e.into(),
                 };
                 self.ack(src, token, status);
+                crate::pool::give(p.payload);
             }
             handlers::GET => {
                 let Some(g) = GetArgs::decode(&p.args).filter(|g| {
@@ -93,7 +94,7 @@ impl<M: Memory> Engine<M> {
                     return self.reject(&p, Status::Malformed);
                 };
                 self.counters.requests_served += 1;
-                let mut bytes = vec![0; g.len as usize];
+                let mut bytes = crate::pool::zeroed(g.len as usize);
                 if let Err(e) = self.mem.read(g.offset, &mut bytes) {
                     return self.ack(src, token, e.into());
                 }
@@ -215,6 +216,7 @@ impl<M: Memory> Engine<M> {
                 };
                 let status = self.land_get(&piece, &p, category);
                 self.settle(piece.cmd, status);
+                crate::pool::give(p.payload);
             }
             handlers::AMO_REPLY => {
                 if p.args.len() != 3 || category != Category::Short {

@@ -402,6 +402,7 @@ impl Transport {
                     }
                 }
             }
+            crate::pool::give(u.packet.payload);
         }
         if acked_bytes > 0 {
             peer.backoff = 0;

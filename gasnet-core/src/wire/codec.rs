@@ -128,10 +128,7 @@ pub fn decode(buf: &[u8]) -> Result<Packet, DecodeError> {
     check_zero(buf, at, payload_start)?;
     let payload_len = h.payload_len as usize;
     let payload_end = payload_start.checked_add(payload_len).ok_or(truncated)?;
-    let payload = buf
-        .get(payload_start..payload_end)
-        .ok_or(truncated)?
-        .to_vec();
+    let payload = crate::pool::copy_of(buf.get(payload_start..payload_end).ok_or(truncated)?);
     check_zero(buf, payload_end, body_len)?;
     if h.ptype == PacketType::Nack {
         check_nack_bitmap(&payload)?;
