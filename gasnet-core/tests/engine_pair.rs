@@ -222,6 +222,16 @@ fn large_get_is_split_in_every_destination_mode() {
     let medium_pieces = len.div_ceil(MAX_MEDIUM) as u64;
     assert_eq!(net.nodes[0].counters().packets_sent - sent, medium_pieces);
 
+    // Long replies into the buffer: three requests, and the requester's
+    // segment is not written although the replies name offset 0.
+    let before = net.nodes[0].counters().packets_sent;
+    net.nodes[0].memory_mut()[..len].fill(0xEE);
+    let c = net.run(0, get(1, 9, len as u64, GetInto::BufferLong));
+    assert_eq!(c.status, Status::Ok);
+    assert_eq!(c.data, data);
+    assert_eq!(net.nodes[0].counters().packets_sent - before, 3);
+    assert!(net.mem(0, 0, len).iter().all(|&b| b == 0xEE));
+
     net.nodes[0].memory_mut()[..SEG / 2].fill(0);
     let c = net.run(0, get(1, 9, len as u64, GetInto::Both(400_000)));
     assert_eq!(c.status, Status::Ok);

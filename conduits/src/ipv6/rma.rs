@@ -101,7 +101,7 @@ impl Rma for Ipv6Conduit {
                 dst: pe as NodeId,
                 offset: (offset + k * chunk) as u64,
                 len: part.len() as u64,
-                into: GetInto::Buffer,
+                into: GetInto::BufferLong,
             };
             tags.push(self.submit(ctx, cmd, Want::Value)?);
         }
@@ -152,7 +152,7 @@ impl Rma for Ipv6Conduit {
                 dst: pe as NodeId,
                 offset: (offset + at) as u64,
                 len: n as u64,
-                into: GetInto::Buffer,
+                into: GetInto::BufferLong,
             };
             let want = Want::NbiGet {
                 dst: SendPtr(dst.wrapping_add(at)),

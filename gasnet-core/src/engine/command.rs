@@ -52,6 +52,15 @@ pub enum GetInto {
     /// Both: Long replies written into the segment at this offset and also
     /// copied into [`Completion::data`].
     Both(u64),
+    /// Into [`Completion::data`] as [`GetInto::Buffer`], but by Long
+    /// `GET_REPLY`s of at most [`crate::MAX_LONG`] bytes: the requests
+    /// name `dst` 0, which the responder only echoes, and this engine
+    /// copies each reply's payload into the buffer instead of writing its
+    /// segment. For a requester whose replies its own engine receives (the
+    /// IPv6 bridge): a fifteenth of the packets of Medium replies. A board
+    /// core writes every Long reply at its `dst`, so a board's host asks
+    /// for [`GetInto::Buffer`].
+    BufferLong,
 }
 
 impl GetInto {
@@ -59,13 +68,19 @@ impl GetInto {
     pub fn segment(self) -> Option<u64> {
         match self {
             GetInto::Segment(o) | GetInto::Both(o) => Some(o),
-            GetInto::Buffer => None,
+            GetInto::Buffer | GetInto::BufferLong => None,
         }
     }
 
     /// Whether the bytes are returned in [`Completion::data`].
     pub fn buffered(self) -> bool {
         !matches!(self, GetInto::Segment(_))
+    }
+
+    /// Whether the replies are Long (of at most [`crate::MAX_LONG`] bytes)
+    /// rather than Medium.
+    pub fn long(self) -> bool {
+        !matches!(self, GetInto::Buffer)
     }
 }
 

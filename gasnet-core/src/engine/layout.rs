@@ -22,6 +22,10 @@
 //! `op` is [`AmoOp::code`] and `width` is [`AmoWidth::bytes`] (4 or 8); for
 //! 32-bit atomics the `hi` words are 0 and ignored. A Medium [`GET`] reply
 //! carries at most [`MAX_MEDIUM`] bytes, a Long one at most [`MAX_LONG`].
+//! The responder only echoes `dst`: what the requester does with a Long
+//! reply's payload is its own affair (a board core writes it at `dst`; the
+//! reference engine, asked for [`GetInto::BufferLong`], copies it into the
+//! completion's buffer).
 //! Non-fetching atomics and puts are answered with `ACK [token, 0]`. Any
 //! system request that fails is answered with `ACK [token, status]` where
 //! `status` is a nonzero [`Status`] code, instead of its usual reply.
@@ -35,6 +39,8 @@
 //! [`PING`]: handlers::PING
 
 use crate::amo::{AmoOp, AmoWidth};
+#[cfg(doc)]
+use crate::engine::GetInto;
 use crate::types::handlers;
 #[cfg(doc)]
 use crate::types::{MAX_LONG, MAX_MEDIUM};

@@ -51,7 +51,8 @@
 //! A put becomes Long `PUT` requests of at most [`MAX_LONG`] bytes at
 //! consecutive offsets. A get becomes `GET` requests of at most
 //! [`MAX_LONG`] bytes answered by Long `GET_REPLY`s when its bytes land in
-//! the segment ([`GetInto::Segment`], [`GetInto::Both`]), or of at most
+//! the segment ([`GetInto::Segment`], [`GetInto::Both`]) or when the
+//! requester asks for them so ([`GetInto::BufferLong`]), or of at most
 //! [`MAX_MEDIUM`] bytes answered by Medium `GET_REPLY`s when they land only
 //! in the completion ([`GetInto::Buffer`]). An atomic is one `AMO` request.
 //! An AM request is one packet to the user's handler. The argument layouts
@@ -158,6 +159,8 @@ enum PieceKind {
         /// Where the bytes go in the completion's buffer, if buffered.
         buffer_at: Option<usize>,
         len: usize,
+        /// The reply is Long (else Medium).
+        long: bool,
     },
 }
 

@@ -266,11 +266,12 @@ impl<M: Memory> Engine<M> {
             local,
             buffer_at,
             len,
+            long,
         } = piece.kind
         else {
             return Status::Malformed;
         };
-        let expected = if local.is_some() {
+        let expected = if long {
             Category::Long
         } else {
             Category::Medium

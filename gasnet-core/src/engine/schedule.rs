@@ -76,11 +76,7 @@ impl<M: Memory> Engine<M> {
                 into,
             } => {
                 let (dst, base, total, into) = (*dst, *offset, *len, *into);
-                let max = if into.segment().is_some() {
-                    MAX_LONG
-                } else {
-                    MAX_MEDIUM
-                };
+                let max = if into.long() { MAX_LONG } else { MAX_MEDIUM };
                 while q.cursor < total {
                     if !self.has_window() {
                         return false;
@@ -92,13 +88,14 @@ impl<M: Memory> Engine<M> {
                         local,
                         buffer_at: into.buffered().then_some(at as usize),
                         len: n,
+                        long: into.long(),
                     };
                     let token = self.open_piece(id, dst, kind);
                     let args = GetArgs {
                         token,
                         offset: base + at,
                         len: n as u32,
-                        reply_at: local,
+                        reply_at: if into.long() { local.or(Some(0)) } else { None },
                     };
                     self.send(am_packet(
                         self.id,
