@@ -76,8 +76,9 @@ fn exercise(c: Ipv6Conduit) {
         .atomic(CtxId::DEFAULT, me, 8, AmoOp::Fetch, AmoWidth::W32, 0, 0)
         .unwrap();
     assert_eq!(mine, 100);
-    // Non-blocking get into a private buffer, and into the segment.
-    let mut nb = vec![0u8; 10_000];
+    // Non-blocking gets of several pieces into a private buffer, and into
+    // the segment.
+    let mut nb = vec![0u8; 150_000];
     // SAFETY: `nb` outlives the quiet below and is not touched before it.
     unsafe {
         c.get_nbi(CtxId::DEFAULT, next, 4096, nb.as_mut_ptr(), nb.len())
@@ -90,15 +91,15 @@ fn exercise(c: Ipv6Conduit) {
             next,
             4096,
             c.local_segment().add(600_000),
-            10_000,
+            150_000,
         )
         .unwrap()
     };
     c.quiet(CtxId::DEFAULT).unwrap();
-    assert_eq!(&nb[..], &big[..10_000]);
-    // SAFETY: 10_000 bytes of our segment at 600_000, written by the get.
-    let seg = unsafe { std::slice::from_raw_parts(c.local_segment().add(600_000), 10_000) };
-    assert_eq!(seg, &big[..10_000]);
+    assert_eq!(&nb[..], &big[..150_000]);
+    // SAFETY: 150_000 bytes of our segment at 600_000, written by the get.
+    let seg = unsafe { std::slice::from_raw_parts(c.local_segment().add(600_000), 150_000) };
+    assert_eq!(seg, &big[..150_000]);
     // Put-with-signal: data visible once the signal is.
     c.put_signal(
         CtxId::DEFAULT,
