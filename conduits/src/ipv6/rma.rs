@@ -73,43 +73,33 @@ impl Rma for Ipv6Conduit {
         if dst.is_empty() {
             return self.check_failed();
         }
-        let chunk = self.chunks[pe];
-        if let Some(at) = self.in_segment(dst.as_ptr(), dst.len()) {
-            let mut tags = Vec::with_capacity(dst.len().div_ceil(chunk));
-            for k in (0..dst.len()).step_by(chunk) {
-                let cmd = Command::Get {
-                    dst: pe as NodeId,
-                    offset: (offset + k) as u64,
-                    len: chunk.min(dst.len() - k) as u64,
-                    into: GetInto::Segment(at + k as u64),
+        let len = dst.len();
+        let seg = self.in_segment(dst.as_ptr(), len);
+        let mut tags = Vec::with_capacity(len.div_ceil(self.chunks[pe]));
+        self.submit_get(
+            ctx,
+            pe,
+            offset,
+            len,
+            |at, _| {
+                let into = match seg {
+                    Some(s) => GetInto::Segment(s + at as u64),
+                    None => GetInto::BufferLong,
                 };
-                tags.push(self.submit(ctx, cmd, Want::Value)?);
-            }
-            for tag in tags {
-                self.wait_value(tag, || {
-                    format!(
-                        "the data of a blocking get of {} bytes from PE {pe} at offset {offset:#x}",
-                        dst.len()
-                    )
-                })?;
-            }
-            return Ok(());
-        }
-        let mut tags = Vec::with_capacity(dst.len().div_ceil(chunk));
-        for (k, part) in dst.chunks(chunk).enumerate() {
-            let cmd = Command::Get {
-                dst: pe as NodeId,
-                offset: (offset + k * chunk) as u64,
-                len: part.len() as u64,
-                into: GetInto::BufferLong,
-            };
-            tags.push(self.submit(ctx, cmd, Want::Value)?);
-        }
-        for (tag, part) in tags.into_iter().zip(dst.chunks_mut(chunk)) {
-            let c = self.wait_value(tag, || {
-                format!("the data of a blocking get from PE {pe} at offset {offset:#x}")
+                (into, Want::Value)
+            },
+            |tag| tags.push(tag),
+        )?;
+        for (tag, part) in tags.into_iter().zip(dst.chunks_mut(self.chunks[pe])) {
+            let c = self.wait_value(tag, || match seg {
+                Some(_) => format!(
+                    "the data of a blocking get of {len} bytes from PE {pe} at offset {offset:#x}"
+                ),
+                None => format!("the data of a blocking get from PE {pe} at offset {offset:#x}"),
             })?;
-            part.copy_from_slice(&c.data[..part.len()]);
+            if seg.is_none() {
+                part.copy_from_slice(&c.data[..part.len()]);
+            }
         }
         Ok(())
     }
@@ -132,36 +122,24 @@ impl Rma for Ipv6Conduit {
         if len == 0 {
             return self.check_failed();
         }
-        let chunk = self.chunks[pe];
-        if let Some(seg_at) = self.in_segment(dst, len) {
-            for k in (0..len).step_by(chunk) {
-                let cmd = Command::Get {
-                    dst: pe as NodeId,
-                    offset: (offset + k) as u64,
-                    len: chunk.min(len - k) as u64,
-                    into: GetInto::Segment(seg_at + k as u64),
-                };
-                self.submit(ctx, cmd, Want::Nbi)?;
-            }
-            return Ok(());
-        }
-        let mut at = 0;
-        while at < len {
-            let n = chunk.min(len - at);
-            let cmd = Command::Get {
-                dst: pe as NodeId,
-                offset: (offset + at) as u64,
-                len: n as u64,
-                into: GetInto::BufferLong,
-            };
-            let want = Want::NbiGet {
-                dst: SendPtr(dst.wrapping_add(at)),
-                len: n,
-            };
-            self.submit(ctx, cmd, want)?;
-            at += n;
-        }
-        Ok(())
+        let seg = self.in_segment(dst, len);
+        self.submit_get(
+            ctx,
+            pe,
+            offset,
+            len,
+            |at, n| match seg {
+                Some(s) => (GetInto::Segment(s + at as u64), Want::Nbi),
+                None => (
+                    GetInto::BufferLong,
+                    Want::NbiGet {
+                        dst: SendPtr(dst.wrapping_add(at)),
+                        len: n,
+                    },
+                ),
+            },
+            |_| {},
+        )
     }
 
     fn atomic(
@@ -261,5 +239,35 @@ impl Rma for Ipv6Conduit {
     /// mapped segment (`SegMemory`), as does a local atomic.
     fn cpu_atomics(&self) -> bool {
         true
+    }
+}
+
+impl Ipv6Conduit {
+    /// Submits a get of `len` bytes at `offset` on `pe` as commands of at
+    /// most the peer's chunk, in order. `land(at, n)` names where the piece
+    /// starting at byte `at` of the transfer (`n` bytes) lands and what the
+    /// caller wants of its completion; `issued` gets each piece's tag.
+    fn submit_get(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        len: usize,
+        land: impl Fn(usize, usize) -> (GetInto, Want),
+        mut issued: impl FnMut(u64),
+    ) -> Result<()> {
+        let chunk = self.chunks[pe];
+        for at in (0..len).step_by(chunk) {
+            let n = chunk.min(len - at);
+            let (into, want) = land(at, n);
+            let cmd = Command::Get {
+                dst: pe as NodeId,
+                offset: (offset + at) as u64,
+                len: n as u64,
+                into,
+            };
+            issued(self.submit(ctx, cmd, want)?);
+        }
+        Ok(())
     }
 }
