@@ -75,8 +75,14 @@ fn main() {
     }
 }
 
+/// Reports a failed call and exits 3. A peer's failure is first named to
+/// the launcher, as the shmem runtime does (`ShmemError::conduit`): oshrun
+/// may reap this PE before the failed one and must still blame that one.
 fn report(r: conduits::Result<()>) {
     if let Err(e) = r {
+        if let ConduitError::PeerFailed { pe, .. } = &e {
+            conduits::job::tell_launcher_failed(*pe);
+        }
         conduits::report!("smp_fail: {e}");
         std::process::exit(3);
     }
