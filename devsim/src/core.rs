@@ -6,10 +6,27 @@
 //! feature, the Verilator model of the RTL core in `hw/`
 //! ([`crate::rtl::RtlBoard`], driven cycle by cycle). Both implement
 //! [`BoardCore`]: one step of work, saying whether anything happened; the
-//! board loop ([`run`]) spins while there is work, then yields, then sleeps,
+//! board loop ([`run`]) steps while there is work, then yields, then dozes,
 //! whichever core it drives.
+//!
+//! # Dozing
+//!
+//! A board in hardware never sleeps: its clock runs and it sees a doorbell
+//! the cycle it lands. A simulated board that polled its files and sockets
+//! forever would take a core from the programs it serves, so an idle board
+//! *dozes*: it blocks in `ppoll` on its link sockets and its wake socket,
+//! for at most [`DOZE_MAX`]. A datagram from a peer board wakes it at once;
+//! a host wakes it by the board directory's doze protocol ([`Doze`]): the
+//! board sets the `doze` word before it blocks, and a host that rings the
+//! doorbell while the word is set clears it and sends one byte to the
+//! `wake` socket. No operation a host waits for sleeps out a timer.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
 use std::time::Duration;
 
 /// One board's core behind its BARs and links.
@@ -18,6 +35,107 @@ pub trait BoardCore: Send {
     /// moved, work done, registers and queues published. Returns whether
     /// anything happened (the loop then steps again at once).
     fn step(&mut self) -> bool;
+
+    /// The board directory's doze word and wake socket, if the core made
+    /// them (without them an idle board sleeps [`DOZE_MAX`] at a time).
+    fn doze(&self) -> Option<Doze> {
+        None
+    }
+
+    /// The link sockets whose datagrams end a doze.
+    fn link_fds(&self) -> Vec<RawFd> {
+        Vec::new()
+    }
+}
+
+/// The longest doze: the board steps at least this often, idle or not
+/// (its `UPTIME` heartbeat and its transport's timers).
+pub const DOZE_MAX: Duration = Duration::from_micros(500);
+
+/// Idle steps that yield the CPU before the board dozes. Each idle step
+/// yields at once: a step costs a few system calls, so spinning on it
+/// would hold a core that the host or a peer board needs (on two cores,
+/// spinning 64 idle steps first took a put + quiet from 20 to 44 µs).
+pub const YIELD_STEPS: u32 = 256;
+
+/// A board's side of the doze protocol: the `doze` word (a 4 KiB shared
+/// file, word 0) and the `wake` Unix datagram socket of its directory
+/// ([`gasnet_core::cmd::BOARD_FILE_DOZE`], [`gasnet_core::cmd::BOARD_FILE_WAKE`]).
+///
+/// Cloning shares the same word and socket.
+#[derive(Clone, Debug)]
+pub struct Doze(Arc<DozeFiles>);
+
+#[derive(Debug)]
+struct DozeFiles {
+    word: crate::bar::Bar,
+    wake: UnixDatagram,
+}
+
+impl Doze {
+    /// Creates the `doze` file and binds the `wake` socket in `dir`
+    /// (replacing stale ones).
+    pub fn create(dir: &Path) -> io::Result<Doze> {
+        use gasnet_core::cmd::{BOARD_FILE_DOZE, BOARD_FILE_WAKE};
+        let word = crate::bar::Bar::create(&dir.join(BOARD_FILE_DOZE), 4096)?;
+        let path = dir.join(BOARD_FILE_WAKE);
+        let _ = std::fs::remove_file(&path);
+        let wake = UnixDatagram::bind(&path).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot bind {}: {e}", path.display()))
+        })?;
+        wake.set_nonblocking(true)?;
+        Ok(Doze(Arc::new(DozeFiles { word, wake })))
+    }
+
+    fn cell(&self) -> &AtomicU32 {
+        self.0.word.reg(0)
+    }
+
+    /// Says the board is about to doze. The caller steps once more before
+    /// [`Doze::wait`]: a doorbell rung before the word was seen set is
+    /// found by that step; one rung after is followed by a wake byte.
+    fn announce(&self) {
+        self.cell().store(1, Ordering::SeqCst);
+        // Orders the store before the step's loads of DOORBELL (the host
+        // orders its DOORBELL store before its load of the word).
+        fence(Ordering::SeqCst);
+    }
+
+    /// Withdraws the announcement without dozing.
+    fn cancel(&self) {
+        self.cell().store(0, Ordering::Relaxed);
+    }
+
+    /// Blocks until a wake byte, a datagram on one of `fds` or `timeout`;
+    /// then clears the word and drains the wake socket.
+    fn wait(&self, fds: &[RawFd], timeout: Duration) {
+        let mut polls: Vec<libc::pollfd> = fds
+            .iter()
+            .chain(std::iter::once(&self.0.wake.as_raw_fd()))
+            .map(|&fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: `polls` is a live array of `polls.len()` pollfd entries and
+        // `ts` a live timespec; ppoll only writes the entries' `revents`.
+        unsafe {
+            libc::ppoll(
+                polls.as_mut_ptr(),
+                polls.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        };
+        self.cell().store(0, Ordering::Relaxed);
+        let mut b = [0u8; 64];
+        while self.0.wake.recv(&mut b).is_ok() {}
+    }
 }
 
 /// The cores devsim can run (`devsim board --core`, from
@@ -70,26 +188,55 @@ impl CoreKind {
 }
 
 /// Runs `core` until `stop` is set: stepping at once while it reports
-/// work, then spinning a little, then yielding, then sleeping (20 µs,
-/// growing to 500 µs) when idle, so an idle board costs almost no CPU.
-/// While `pause` is set the board does nothing at all, as a board whose
-/// clock stopped: its links and queues wait, unread (for tests of slow and
-/// silent targets).
+/// work, yielding after each idle step, then dozing (see the [module
+/// docs](self)) once it has been idle for [`YIELD_STEPS`] steps, so an idle
+/// board costs almost no CPU and a waiting operation never waits out a
+/// sleep. While `pause` is set the board does nothing at all, as a board
+/// whose clock stopped: its links and queues wait, unread (for tests of
+/// slow and silent targets).
 pub fn run(core: &mut dyn BoardCore, stop: &AtomicBool, pause: &AtomicBool) {
+    run_dozing(core, stop, pause, DOZE_MAX)
+}
+
+/// As [`run`], with dozes of at most `longest` (tests that show a dozing
+/// board is woken, not timed out, make it long).
+pub fn run_dozing(
+    core: &mut dyn BoardCore,
+    stop: &AtomicBool,
+    pause: &AtomicBool,
+    longest: Duration,
+) {
+    let fds = core.link_fds();
+    let doze = core.doze();
     let mut idle = 0u32;
     while !stop.load(Ordering::Relaxed) {
-        if !pause.load(Ordering::Acquire) && core.step() {
+        let paused = pause.load(Ordering::Acquire);
+        if !paused && core.step() {
             idle = 0;
             continue;
         }
         idle = idle.saturating_add(1);
-        if idle < 64 {
-            std::hint::spin_loop();
-        } else if idle < 256 {
+        if idle < YIELD_STEPS {
             std::thread::yield_now();
-        } else {
-            let us = ((idle - 256) / 16).clamp(20, 500);
-            std::thread::sleep(Duration::from_micros(us as u64));
+            continue;
+        }
+        match &doze {
+            Some(d) if !paused => {
+                d.announce();
+                // A stop asked before the announcement is seen here; one
+                // asked after it comes with a wake byte.
+                if stop.load(Ordering::SeqCst) {
+                    d.cancel();
+                    break;
+                }
+                if core.step() {
+                    d.cancel();
+                    idle = 0;
+                    continue;
+                }
+                d.wait(&fds, longest);
+            }
+            _ => std::thread::sleep(longest),
         }
     }
 }

@@ -57,6 +57,11 @@ pub trait Link: Send {
     fn failure(&self) -> Option<(u16, String)> {
         None
     }
+    /// The sockets whose datagrams a dozing board wakes for
+    /// ([`crate::core::Doze`]); none for links without sockets.
+    fn fds(&self) -> Vec<std::os::fd::RawFd> {
+        Vec::new()
+    }
 }
 
 /// Socket buffer size asked for (capped by the kernel's `rmem_max`).
@@ -154,6 +159,11 @@ impl UdpLink {
             }
         }
         None
+    }
+
+    /// The descriptors of both ports' sockets.
+    pub fn fds(&self) -> [std::os::fd::RawFd; 2] {
+        [self.ports[0].as_raw_fd(), self.ports[1].as_raw_fd()]
     }
 
     /// The number of boards in the peer table.
@@ -327,5 +337,9 @@ impl Link for ReliableLink {
 
     fn failure(&self) -> Option<(u16, String)> {
         self.failed.clone()
+    }
+
+    fn fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.udp.fds().to_vec()
     }
 }

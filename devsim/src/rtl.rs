@@ -58,7 +58,7 @@
 
 use crate::bar::Bar;
 use crate::board::punch;
-use crate::core::BoardCore;
+use crate::core::{BoardCore, Doze};
 use crate::link::UdpLink;
 use fshmem_hw::{BEAT, Board, BoardConfig, Dram};
 use gasnet_core::cmd::{self, COMPLETION_BYTES, RX_ENTRY_BYTES, ctrl, err, regs};
@@ -256,6 +256,7 @@ impl Dram for Bar2Mem {
 /// A devsim board whose core is the RTL model. See the [module docs](self).
 pub struct RtlBoard {
     dir: PathBuf,
+    doze: Doze,
     node: u16,
     bar0: Bar,
     board: Board<Bar2Mem>,
@@ -291,8 +292,9 @@ impl std::fmt::Debug for RtlBoard {
 }
 
 impl RtlBoard {
-    /// Creates the board's files in `dir` (`bar0`, and a sparse `bar2` of
-    /// `window` bytes rounded up to a power of two) and the core behind
+    /// Creates the board's files in `dir` (`bar0`, a sparse `bar2` of
+    /// `window` bytes rounded up to a power of two, the doze word and wake
+    /// socket of `spec/registers.md` §13) and the core behind
     /// them, node `node` of `nodes`, its links on `udp` (peer table set).
     pub fn create(
         dir: &Path,
@@ -308,6 +310,7 @@ impl RtlBoard {
             .map_err(|e| format!("cannot create {}: {e}", cmd::BOARD_FILE_BAR0))?;
         let bar2 = Bar::create(&dir.join(cmd::BOARD_FILE_BAR2), window)
             .map_err(|e| format!("cannot create {}: {e}", cmd::BOARD_FILE_BAR2))?;
+        let doze = Doze::create(dir).map_err(|e| format!("cannot create the doze files: {e}"))?;
         let cfg = BoardConfig {
             node,
             nodes: nodes.max(1),
@@ -327,6 +330,7 @@ impl RtlBoard {
         let now = Instant::now();
         let mut b = RtlBoard {
             dir: dir.to_path_buf(),
+            doze,
             node,
             bar0,
             board,
@@ -657,5 +661,13 @@ impl BoardCore for RtlBoard {
             }
         }
         self.busy()
+    }
+
+    fn doze(&self) -> Option<Doze> {
+        Some(self.doze.clone())
+    }
+
+    fn link_fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.udp.fds().to_vec()
     }
 }

@@ -287,6 +287,59 @@ pub struct Board {
     pub bar2: Bar,
     /// Its identification registers.
     pub id: Identity,
+    /// How to wake it when it dozes: a devsim board's doze word and wake
+    /// socket (`spec/registers.md` §13); `None` for a PCI board.
+    pub waker: Option<Waker>,
+}
+
+/// The host's side of a board model's doze protocol (`spec/registers.md`
+/// §13): after a doorbell, a board that announced it dozes gets one byte
+/// on its wake socket, so it takes the new commands at once instead of at
+/// the end of its doze.
+#[derive(Debug)]
+pub struct Waker {
+    word: Bar,
+    wake: std::os::unix::net::UnixDatagram,
+}
+
+impl Waker {
+    /// The doze word and wake socket of devsim directory `dir`, if the
+    /// board made them.
+    pub fn open(dir: &Path) -> Option<Waker> {
+        let word = Bar::map(&dir.join(cmd::BOARD_FILE_DOZE)).ok()?;
+        if word.len() < 4 {
+            return None;
+        }
+        let wake = std::os::unix::net::UnixDatagram::unbound().ok()?;
+        wake.connect(dir.join(cmd::BOARD_FILE_WAKE)).ok()?;
+        Some(Waker { word, wake })
+    }
+
+    /// Called after a `DOORBELL` store: wakes the board if it dozes.
+    #[inline]
+    pub fn kick(&self) {
+        // Orders the DOORBELL store before the load of the word (the board
+        // orders its store of the word before its last look at DOORBELL).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let cell = self.word.reg(0);
+        if cell.load(Ordering::Relaxed) != 0 && cell.swap(0, Ordering::AcqRel) != 0 {
+            // A full socket or a board that is gone is no error here: the
+            // board wakes by itself within its longest doze, and a board
+            // that died is the liveness check's to report.
+            let byte = 1u8;
+            // SAFETY: sends one byte from a local on a socket this Waker
+            // owns; MSG_NOSIGNAL keeps a vanished board from raising
+            // SIGPIPE in the host program, MSG_DONTWAIT from blocking it.
+            unsafe {
+                libc::send(
+                    std::os::fd::AsRawFd::as_raw_fd(&self.wake),
+                    (&byte as *const u8).cast(),
+                    1,
+                    libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                )
+            };
+        }
+    }
 }
 
 impl Board {
@@ -312,11 +365,16 @@ impl Board {
                 id.window
             )));
         }
+        let waker = match &device {
+            Device::Devsim(dir) => Waker::open(dir),
+            Device::Pci(_) => None,
+        };
         Ok(Board {
             device,
             bar0,
             bar2,
             id,
+            waker,
         })
     }
 }

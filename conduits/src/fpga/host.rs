@@ -264,6 +264,9 @@ impl FpgaConduit {
             }
             self.step_wait(&mut b, || "room in its board's command queue".to_string())?;
         }
+        if let Some(w) = &self.board.waker {
+            w.kick();
+        }
         h.dirty = true;
         Ok(())
     }

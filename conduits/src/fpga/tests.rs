@@ -32,6 +32,18 @@ impl TestBoards {
         peer_timeout: Duration,
         impair: Option<Impair>,
     ) -> TestBoards {
+        Self::start_full(name, n, fault, peer_timeout, impair, devsim::core::DOZE_MAX)
+    }
+
+    /// As `start_with`, the boards dozing at most `longest_doze` at a time.
+    pub fn start_full(
+        name: &str,
+        n: usize,
+        fault: Fault,
+        peer_timeout: Duration,
+        impair: Option<Impair>,
+        longest_doze: Duration,
+    ) -> TestBoards {
         let root = std::env::temp_dir().join(format!("fshmem-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let mut links: Vec<ReliableLink> = (0..n)
@@ -61,7 +73,7 @@ impl TestBoards {
             let pause = Arc::new(AtomicBool::new(false));
             pauses.push(pause.clone());
             threads.push(Some(std::thread::spawn(move || {
-                b.run_pausable(&stop, &pause)
+                b.run_dozing(&stop, &pause, longest_doze)
             })));
         }
         TestBoards {
@@ -79,7 +91,10 @@ impl TestBoards {
 
     /// Stops board `i` (it falls silent: its sockets stay open, unread).
     pub fn stop_board(&mut self, i: usize) {
-        self.stops[i].store(true, Ordering::Relaxed);
+        self.stops[i].store(true, Ordering::SeqCst);
+        if let Some(w) = super::bar::Waker::open(&self.dirs[i]) {
+            w.kick();
+        }
         if let Some(t) = self.threads[i].take() {
             let _ = t.join();
         }
@@ -88,8 +103,12 @@ impl TestBoards {
 
 impl Drop for TestBoards {
     fn drop(&mut self) {
-        for s in &self.stops {
-            s.store(true, Ordering::Relaxed);
+        for (s, dir) in self.stops.iter().zip(&self.dirs) {
+            s.store(true, Ordering::SeqCst);
+            // A dozing board sees the stop when it wakes.
+            if let Some(w) = super::bar::Waker::open(dir) {
+                w.kick();
+            }
         }
         for t in self.threads.drain(..).flatten() {
             let _ = t.join();
@@ -133,7 +152,12 @@ fn single_board_attach_and_health_check() {
 
 /// Runs `body` as PE `rank` of `n` on threads, one conduit per board.
 fn spmd(name: &str, n: usize, body: impl Fn(&FpgaConduit) + Send + Sync + 'static) {
-    let b = TestBoards::start(name, n, Fault::None);
+    spmd_on(TestBoards::start(name, n, Fault::None), body)
+}
+
+/// As [`spmd`], on boards already started.
+fn spmd_on(b: TestBoards, body: impl Fn(&FpgaConduit) + Send + Sync + 'static) {
+    let n = b.dirs.len();
     let body = Arc::new(body);
     let dirs = b.dirs.clone();
     let ts: Vec<_> = (0..n)
@@ -180,6 +204,57 @@ fn two_boards_put_get_barrier_exchange() {
                 .unwrap(),
             2
         );
+    });
+}
+
+/// Waits (at most 20 s) until the board in `dir` announces that it dozes.
+fn wait_until_dozing(dir: &std::path::Path) {
+    let word = super::bar::Bar::map(&dir.join(gasnet_core::cmd::BOARD_FILE_DOZE)).unwrap();
+    let start = Instant::now();
+    while word.read32(0) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "board {} never dozed",
+            dir.display()
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// `spec/registers.md` §13: boards whose dozes last up to a minute still
+/// serve a put + quiet and a get between them at once. The host's doorbell
+/// wakes its board (the wake socket), and the board's packet wakes its
+/// peer (the link socket); were either woken only by the end of its doze,
+/// the operations would take a minute.
+#[test]
+fn dozing_boards_are_woken_by_a_doorbell_and_by_a_peers_packet() {
+    let b = TestBoards::start_full(
+        "doze",
+        2,
+        Fault::None,
+        Duration::from_secs(120),
+        None,
+        Duration::from_secs(60),
+    );
+    let dirs = b.dirs.clone();
+    spmd_on(b, move |c| {
+        if c.rank() == 0 {
+            wait_until_dozing(&dirs[0]);
+            wait_until_dozing(&dirs[1]);
+            let start = Instant::now();
+            c.put(CtxId::DEFAULT, 1, 64, &[0x5a; 8]).unwrap();
+            c.quiet(CtxId::DEFAULT).unwrap();
+            let mut back = [0u8; 8];
+            c.get(CtxId::DEFAULT, 1, 64, &mut back).unwrap();
+            let took = start.elapsed();
+            assert_eq!(back, [0x5a; 8]);
+            assert!(
+                took < Duration::from_secs(30),
+                "a put + quiet and a get between dozing boards took {took:?}: a board was \
+                 not woken"
+            );
+        }
+        c.barrier().unwrap();
     });
 }
 

@@ -7,10 +7,11 @@
 //! drain the engine (outgoing packets to the link, completions to the
 //! completion queue); read new descriptors up to `DOORBELL`; run the compute
 //! core a little; write pending completion and receive entries; refresh the
-//! counters and `STATUS`. [`BoardModel::run`] repeats it, spinning while
-//! there is work, then yielding, then sleeping (20 µs, growing to 500 µs)
-//! when idle, so an idle board costs almost no CPU and `UPTIME` still
-//! advances every millisecond.
+//! counters and `STATUS`. [`BoardModel::run`] repeats it, stepping while
+//! there is work, then yielding, then dozing when idle ([`crate::core`]):
+//! blocked until a link datagram, a host's doorbell (`spec/registers.md`
+//! §13) or 500 µs, so an idle board costs almost no CPU, `UPTIME` still
+//! advances every millisecond and no waiting command waits out a sleep.
 //!
 //! # What runs where
 //!
@@ -44,6 +45,7 @@ mod packets;
 
 use crate::bar::Bar;
 use crate::compute::{Action, ComputeCore, ComputeCtx};
+use crate::core::Doze;
 use crate::link::Link;
 use crate::window::Window;
 use gasnet_core::am::check_shape;
@@ -61,7 +63,7 @@ use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// `CAPS` of a devsim board: a compute core and two ports, no host DMA.
 pub const DEVSIM_CAPS: u32 = caps::COMPUTE | (cmd::LINK_PORTS as u32) << caps::PORTS_SHIFT;
@@ -141,6 +143,7 @@ const MARKER_TAG: u64 = 1 << 62;
 /// The board model: BARs, engine, links, compute core.
 pub struct BoardModel {
     dir: PathBuf,
+    doze: Doze,
     bar0: Bar,
     bar2: Bar,
     window: u64,
@@ -217,9 +220,10 @@ pub(crate) fn punch(bar: &Bar, path: &Path) {
 }
 
 impl BoardModel {
-    /// Creates the board's files in `dir` (made if missing): `bar0` and a
+    /// Creates the board's files in `dir` (made if missing): `bar0`, a
     /// sparse `bar2` of `window` bytes (rounded up to a power of two), with
-    /// the registers at their reset values.
+    /// the registers at their reset values, and the doze word and wake
+    /// socket (`spec/registers.md` §13).
     pub fn create(
         dir: &Path,
         node: u16,
@@ -233,8 +237,10 @@ impl BoardModel {
         let window = window.max(1 << 20).next_power_of_two();
         let bar0 = Bar::create(&dir.join(cmd::BOARD_FILE_BAR0), cmd::BAR0_SIZE as u64)?;
         let bar2 = Bar::create(&dir.join(cmd::BOARD_FILE_BAR2), window)?;
+        let doze = Doze::create(dir)?;
         let mut b = BoardModel {
             dir: dir.to_path_buf(),
+            doze,
             bar0,
             bar2,
             window,
@@ -537,7 +543,7 @@ impl BoardModel {
     }
 
     /// Runs the board until `stop` is set: spinning while busy, then
-    /// yielding, then sleeping when idle ([`crate::core::run`]).
+    /// yielding, then dozing when idle ([`crate::core::run`]).
     pub fn run(&mut self, stop: &AtomicBool) {
         self.run_pausable(stop, &AtomicBool::new(false))
     }
@@ -547,6 +553,12 @@ impl BoardModel {
     /// wait, unread (for tests of slow and silent targets).
     pub fn run_pausable(&mut self, stop: &AtomicBool, pause: &AtomicBool) {
         crate::core::run(self, stop, pause)
+    }
+
+    /// As [`BoardModel::run_pausable`], dozing at most `longest` at a time
+    /// ([`crate::core::run_dozing`]).
+    pub fn run_dozing(&mut self, stop: &AtomicBool, pause: &AtomicBool, longest: Duration) {
+        crate::core::run_dozing(self, stop, pause, longest)
     }
 
     fn seg(&self) -> Option<Window> {
@@ -595,6 +607,14 @@ impl BoardModel {
 impl crate::core::BoardCore for BoardModel {
     fn step(&mut self) -> bool {
         BoardModel::step(self)
+    }
+
+    fn doze(&self) -> Option<Doze> {
+        Some(self.doze.clone())
+    }
+
+    fn link_fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.link.fds()
     }
 }
 

@@ -60,6 +60,15 @@ pub const BAR0_SIZE: usize = 0x1_0000;
 pub const BOARD_FILE_BAR0: &str = "bar0";
 /// File name of BAR2 in a board model's directory (`resource2_wc`).
 pub const BOARD_FILE_BAR2: &str = "bar2";
+/// File of a board model's directory whose first 32-bit word is nonzero
+/// while the simulated board dozes (blocks waiting for work); a hardware
+/// board has none. A host that stores `DOORBELL`, then (after a full
+/// fence) finds the word nonzero, swaps it to 0 and sends one byte to
+/// [`BOARD_FILE_WAKE`] (`spec/registers.md` §13).
+pub const BOARD_FILE_DOZE: &str = "doze";
+/// The Unix datagram socket of a board model's directory that wakes a
+/// dozing board ([`BOARD_FILE_DOZE`]).
+pub const BOARD_FILE_WAKE: &str = "wake";
 /// Command (submission) queue entries.
 pub const SQ_ENTRIES: u32 = 256;
 /// Completion queue entries.
