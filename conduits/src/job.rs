@@ -184,10 +184,7 @@ fn job_id_from(prefix: &str, name: &str) -> String {
     if id.len() <= 64 {
         return id;
     }
-    // FNV-1a: the same on every PE (no per-process seed).
-    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    });
+    let h = gasnet_core::hash::fnv1a(name.as_bytes());
     format!("{}-{h:016x}", &id[..47])
 }
 

@@ -24,6 +24,7 @@ pub mod compute;
 pub mod config;
 pub mod crc;
 pub mod engine;
+pub mod hash;
 pub mod impair;
 pub mod pool;
 pub mod reliable;

@@ -195,11 +195,7 @@ impl Runtime {
                     .store(0, Ordering::Release);
             }
         }
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
-        for w in [code, bytes, step, extra] {
-            h = (h ^ w).wrapping_mul(0x0100_0000_01b3);
-            h ^= h >> 29;
-        }
+        let h = gasnet_core::hash::fnv1a_words(&[code, bytes, step, extra]);
         let tag = (h << 16) | (1 << 16) | ((self.my_pe() as u64 + 1) & 0xffff);
         let amo = |off, op, operand, compare| {
             self.conduit

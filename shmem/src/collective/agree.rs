@@ -146,22 +146,13 @@ impl Args {
 
 #[inline]
 fn hash_of(kind: u64, v: &[u64; 4]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for w in [kind, v[0], v[1], v[2], v[3]] {
-        h = (h ^ w).wrapping_mul(0x0100_0000_01b3);
-        h ^= h >> 29;
-    }
-    h
+    gasnet_core::hash::fnv1a_words(&[kind, v[0], v[1], v[2], v[3]])
 }
 
 /// A 64-bit tag of an operator and element type (FNV-1a): PEs of one
 /// program agree on it; two different pairs collide with negligible odds.
 fn tag(op: &str, ty: &str) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for b in op.bytes().chain([0]).chain(ty.bytes()) {
-        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    gasnet_core::hash::fnv1a_iter(op.bytes().chain([0]).chain(ty.bytes()))
 }
 
 /// Bytes of a call name a record keeps (longer names are cut).
