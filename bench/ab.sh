@@ -49,25 +49,4 @@ while [ "$r" -le "$RUNS" ]; do
 done
 echo "load: $(uptime)"
 
-awk '
-    { v[$1, $2, $3] = $4; unit[$3] = $5; runs[$1] = 1; if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3 } }
-    function med(arr, k,    i, j, t) {
-        for (i = 2; i <= k; i++)
-            for (j = i; j > 1 && arr[j - 1] > arr[j]; j--) { t = arr[j]; arr[j] = arr[j - 1]; arr[j - 1] = t }
-        return k ? arr[int((k + 1) / 2)] : 0
-    }
-    END {
-        printf "%-26s %12s %12s %10s  %s\n", "test:size_bytes", "A", "B", "B/A", "unit"
-        for (i = 1; i <= n; i++) {
-            key = order[i]; ka = 0; kb = 0; kr = 0
-            delete xa; delete xb; delete xr
-            for (r in runs) {
-                a = v[r, "A", key]; b = v[r, "B", key]
-                if (a != "") xa[++ka] = a + 0
-                if (b != "") xb[++kb] = b + 0
-                if (a != "" && b != "" && a + 0 > 0) xr[++kr] = (b + 0) / (a + 0)
-            }
-            printf "%-26s %12.4f %12.4f %10.3f  %s\n", key, med(xa, ka), med(xb, kb), med(xr, kr), unit[key]
-        }
-    }
-' "$OUT/all.txt"
+awk -v title=test:size_bytes -v unit="" -f "$(dirname "$0")/ab-median.awk" "$OUT/all.txt"

@@ -59,24 +59,4 @@ while [ "$r" -le "$RUNS" ]; do
 done
 echo "load: $(uptime)"
 
-awk '
-    { v[$1, $2, $3] = $4; runs[$1] = 1; if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3 } }
-    function med(arr, k,    i, j, t) {
-        for (i = 2; i <= k; i++)
-            for (j = i; j > 1 && arr[j - 1] > arr[j]; j--) { t = arr[j]; arr[j] = arr[j - 1]; arr[j - 1] = t }
-        return k ? arr[int((k + 1) / 2)] : 0
-    }
-    END {
-        printf "%-28s %10s %10s %8s %s\n", "PEs:collective", "A us", "B us", "B/A", "(B/A of each run)"
-        for (i = 1; i <= n; i++) {
-            t = order[i]; ka = kb = kr = 0; each = ""
-            for (r in runs) {
-                if ((r, "A", t) in v) a[++ka] = v[r, "A", t]
-                if ((r, "B", t) in v) b[++kb] = v[r, "B", t]
-                if ((r, "A", t) in v && (r, "B", t) in v && v[r, "A", t] > 0) {
-                    q = v[r, "B", t] / v[r, "A", t]; ratio[++kr] = q; each = each sprintf(" %.2f", q)
-                }
-            }
-            printf "%-28s %10.2f %10.2f %8.2f %s\n", t, med(a, ka), med(b, kb), med(ratio, kr), each
-        }
-    }' "$OUT/all.txt"
+awk -v title=PEs:collective -v unit=us -f "$HERE/../ab-median.awk" "$OUT/all.txt"
