@@ -6,7 +6,8 @@
 //! UDP ports into the job-wide table, writes it to each board (`peers`),
 //! waits until every board is ready and reports the directories on its
 //! stdout (`ready DIR\tDIR...`). Closing its stdin stops the boards
-//! (SIGTERM), waits for them and removes their directories. The keeper and
+//! (SIGTERM, then SIGCONT so that a stopped board takes it at once), waits
+//! for them (3 s at most, then SIGKILL) and removes their directories. The keeper and
 //! the boards also stop on SIGTERM/SIGINT/SIGHUP and when their parent dies
 //! (`PR_SET_PDEATHSIG`), removing their files.
 //!
@@ -457,8 +458,14 @@ fn keeper(args: &[String]) -> Result<(), String> {
     })();
     for c in &mut children {
         if matches!(c.try_wait(), Ok(None)) {
-            // SAFETY: our unreaped child; signalling it cannot hit another process.
-            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+            // SAFETY: our unreaped child; signalling it cannot hit another
+            // process. SIGCONT lets a board that was stopped (SIGSTOP, a
+            // test of silent boards) take the SIGTERM now rather than be
+            // killed after the deadline.
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+                libc::kill(c.id() as libc::pid_t, libc::SIGCONT);
+            }
         }
     }
     let deadline = Instant::now() + Duration::from_secs(3);
