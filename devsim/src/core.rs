@@ -36,16 +36,12 @@ pub trait BoardCore: Send {
     /// anything happened (the loop then steps again at once).
     fn step(&mut self) -> bool;
 
-    /// The board directory's doze word and wake socket, if the core made
-    /// them (without them an idle board sleeps [`DOZE_MAX`] at a time).
-    fn doze(&self) -> Option<Doze> {
-        None
-    }
+    /// The board directory's doze word and wake socket, which the core
+    /// made with its BAR files.
+    fn doze(&self) -> Doze;
 
     /// The link sockets whose datagrams end a doze.
-    fn link_fds(&self) -> Vec<RawFd> {
-        Vec::new()
-    }
+    fn link_fds(&self) -> Vec<RawFd>;
 }
 
 /// The longest doze: the board steps at least this often, idle or not
@@ -220,24 +216,23 @@ pub fn run_dozing(
             std::thread::yield_now();
             continue;
         }
-        match &doze {
-            Some(d) if !paused => {
-                d.announce();
-                // A stop asked before the announcement is seen here; one
-                // asked after it comes with a wake byte.
-                if stop.load(Ordering::SeqCst) {
-                    d.cancel();
-                    break;
-                }
-                if core.step() {
-                    d.cancel();
-                    idle = 0;
-                    continue;
-                }
-                d.wait(&fds, longest);
-            }
-            _ => std::thread::sleep(longest),
+        if paused {
+            std::thread::sleep(longest);
+            continue;
         }
+        doze.announce();
+        // A stop asked before the announcement is seen here; one asked
+        // after it comes with a wake byte.
+        if stop.load(Ordering::SeqCst) {
+            doze.cancel();
+            break;
+        }
+        if core.step() {
+            doze.cancel();
+            idle = 0;
+            continue;
+        }
+        doze.wait(&fds, longest);
     }
 }
 

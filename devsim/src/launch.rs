@@ -7,9 +7,9 @@
 //! waits until every board is ready and reports the directories on its
 //! stdout (`ready DIR\tDIR...`). Closing its stdin stops the boards
 //! (SIGTERM, then SIGCONT so that a stopped board takes it at once), waits
-//! for them (3 s at most, then SIGKILL) and removes their directories. The keeper and
-//! the boards also stop on SIGTERM/SIGINT/SIGHUP and when their parent dies
-//! (`PR_SET_PDEATHSIG`), removing their files.
+//! for them (3 s at most, then SIGKILL) and removes their directories. The
+//! keeper and the boards also stop on SIGTERM/SIGINT/SIGHUP and when their
+//! parent dies (`PR_SET_PDEATHSIG`), removing their files.
 //!
 //! The board settings arrive as flags, which the keeper passes to every
 //! board unchanged: `--window SIZE` (the DDR window, default 1G, sparse),

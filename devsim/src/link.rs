@@ -58,10 +58,8 @@ pub trait Link: Send {
         None
     }
     /// The sockets whose datagrams a dozing board wakes for
-    /// ([`crate::core::Doze`]); none for links without sockets.
-    fn fds(&self) -> Vec<std::os::fd::RawFd> {
-        Vec::new()
-    }
+    /// ([`crate::core::Doze`]).
+    fn fds(&self) -> Vec<std::os::fd::RawFd>;
 }
 
 /// Socket buffer size asked for (capped by the kernel's `rmem_max`).

@@ -663,8 +663,8 @@ impl BoardCore for RtlBoard {
         self.busy()
     }
 
-    fn doze(&self) -> Option<Doze> {
-        Some(self.doze.clone())
+    fn doze(&self) -> Doze {
+        self.doze.clone()
     }
 
     fn link_fds(&self) -> Vec<std::os::fd::RawFd> {

@@ -89,12 +89,18 @@ impl TestBoards {
         self.pauses[i].store(pause, Ordering::Release);
     }
 
-    /// Stops board `i` (it falls silent: its sockets stay open, unread).
-    pub fn stop_board(&mut self, i: usize) {
+    /// Asks board `i` to stop, waking it if it dozes (it sees the stop
+    /// when it wakes).
+    fn ask_stop(&self, i: usize) {
         self.stops[i].store(true, Ordering::SeqCst);
         if let Some(w) = super::bar::Waker::open(&self.dirs[i]) {
             w.kick();
         }
+    }
+
+    /// Stops board `i` (it falls silent: its sockets stay open, unread).
+    pub fn stop_board(&mut self, i: usize) {
+        self.ask_stop(i);
         if let Some(t) = self.threads[i].take() {
             let _ = t.join();
         }
@@ -103,12 +109,8 @@ impl TestBoards {
 
 impl Drop for TestBoards {
     fn drop(&mut self) {
-        for (s, dir) in self.stops.iter().zip(&self.dirs) {
-            s.store(true, Ordering::SeqCst);
-            // A dozing board sees the stop when it wakes.
-            if let Some(w) = super::bar::Waker::open(dir) {
-                w.kick();
-            }
+        for i in 0..self.stops.len() {
+            self.ask_stop(i);
         }
         for t in self.threads.drain(..).flatten() {
             let _ = t.join();

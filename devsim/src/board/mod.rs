@@ -609,8 +609,8 @@ impl crate::core::BoardCore for BoardModel {
         BoardModel::step(self)
     }
 
-    fn doze(&self) -> Option<Doze> {
-        Some(self.doze.clone())
+    fn doze(&self) -> Doze {
+        self.doze.clone()
     }
 
     fn link_fds(&self) -> Vec<std::os::fd::RawFd> {
