@@ -18,8 +18,8 @@
 //! for at most [`DOZE_MAX`]. A datagram from a peer board wakes it at once;
 //! a host wakes it by the board directory's doze protocol ([`Doze`]): the
 //! board sets the `doze` word before it blocks, and a host that rings the
-//! doorbell while the word is set clears it and sends one byte to the
-//! `wake` socket. No operation a host waits for sleeps out a timer.
+//! doorbell or writes `CTRL` while the word is set clears it and sends one
+//! byte to the `wake` socket. No operation a host waits for sleeps out a timer.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -88,12 +88,13 @@ impl Doze {
     }
 
     /// Says the board is about to doze. The caller steps once more before
-    /// [`Doze::wait`]: a doorbell rung before the word was seen set is
-    /// found by that step; one rung after is followed by a wake byte.
+    /// [`Doze::wait`]: a doorbell rung (or `CTRL` written) before the word
+    /// was seen set is found by that step; one after is followed by a wake
+    /// byte.
     fn announce(&self) {
         self.cell().store(1, Ordering::SeqCst);
-        // Orders the store before the step's loads of DOORBELL (the host
-        // orders its DOORBELL store before its load of the word).
+        // Orders the store before the step's loads of DOORBELL and CTRL
+        // (the host orders its store of them before its load of the word).
         fence(Ordering::SeqCst);
     }
 

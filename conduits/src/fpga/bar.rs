@@ -315,11 +315,12 @@ impl Waker {
         Some(Waker { word, wake })
     }
 
-    /// Called after a `DOORBELL` store: wakes the board if it dozes.
+    /// Called after a `DOORBELL` or `CTRL` store: wakes the board if it
+    /// dozes.
     #[inline]
     pub fn kick(&self) {
-        // Orders the DOORBELL store before the load of the word (the board
-        // orders its store of the word before its last look at DOORBELL).
+        // Orders the register store before the load of the word (the board
+        // orders its store of the word before its last look at them).
         std::sync::atomic::fence(Ordering::SeqCst);
         let cell = self.word.reg(0);
         if cell.load(Ordering::Relaxed) != 0 && cell.swap(0, Ordering::AcqRel) != 0 {
@@ -343,6 +344,16 @@ impl Waker {
 }
 
 impl Board {
+    /// Called after a register store that gives the board work
+    /// (`DOORBELL`, `CTRL`): wakes a board model that dozes
+    /// (`spec/registers.md` §13); nothing for a PCI board.
+    #[inline]
+    pub fn wake(&self) {
+        if let Some(w) = &self.waker {
+            w.kick();
+        }
+    }
+
     /// Maps the BARs of `device` and checks its identity (a mismatched
     /// magic or major version is refused with an error naming both).
     pub fn open(device: Device) -> Result<Board> {

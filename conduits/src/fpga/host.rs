@@ -264,9 +264,7 @@ impl FpgaConduit {
             }
             self.step_wait(&mut b, || "room in its board's command queue".to_string())?;
         }
-        if let Some(w) = &self.board.waker {
-            w.kick();
-        }
+        self.board.wake();
         h.dirty = true;
         Ok(())
     }

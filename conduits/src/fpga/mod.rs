@@ -302,11 +302,13 @@ impl FpgaConduit {
         };
         if bar0.read32(regs::CTRL) & ctrl::ENABLE != 0 {
             bar0.write32(regs::CTRL, 0);
+            board.wake();
             bring_up("disable", &|| {
                 bar0.read32(regs::STATUS) & status::READY == 0
             })?;
         }
         bar0.write32(regs::CTRL, ctrl::RESET);
+        board.wake();
         bring_up("soft reset", &|| bar0.read32(regs::CTRL) & ctrl::RESET == 0)?;
         if let Device::Devsim(_) = &dev {
             // A devsim board's DDR is a sparse file (in /dev/shm under
@@ -334,6 +336,7 @@ impl FpgaConduit {
         bar0.write64(regs::SEG_SIZE_LO, layout.seg_size);
         bar0.write64(regs::RX_BOUNCE_LO, layout.rx_bounce);
         bar0.write32(regs::CTRL, ctrl::ENABLE);
+        board.wake();
         bring_up("enable", &|| {
             bar0.read32(regs::STATUS) & status::READY != 0
                 || bar0.read32(regs::ERR_STATUS) & err::CONFIG_INVALID != 0

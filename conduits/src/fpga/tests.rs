@@ -224,10 +224,11 @@ fn wait_until_dozing(dir: &std::path::Path) {
 }
 
 /// `spec/registers.md` §13: boards whose dozes last up to a minute still
-/// serve a put + quiet and a get between them at once. The host's doorbell
-/// wakes its board (the wake socket), and the board's packet wakes its
-/// peer (the link socket); were either woken only by the end of its doze,
-/// the operations would take a minute.
+/// come up (the hosts' `CTRL` stores wake them) and serve a put + quiet
+/// and a get between them at once. The host's doorbell wakes its board
+/// (the wake socket), and the board's packet wakes its peer (the link
+/// socket); were either woken only by the end of its doze, bring-up would
+/// time out after 20 s and the operations would take a minute.
 #[test]
 fn dozing_boards_are_woken_by_a_doorbell_and_by_a_peers_packet() {
     let b = TestBoards::start_full(
@@ -239,6 +240,10 @@ fn dozing_boards_are_woken_by_a_doorbell_and_by_a_peers_packet() {
         Duration::from_secs(60),
     );
     let dirs = b.dirs.clone();
+    // Both boards doze before their hosts reset and enable them.
+    for d in &dirs {
+        wait_until_dozing(d);
+    }
     spmd_on(b, move |c| {
         if c.rank() == 0 {
             wait_until_dozing(&dirs[0]);

@@ -62,8 +62,8 @@ pub const BOARD_FILE_BAR0: &str = "bar0";
 pub const BOARD_FILE_BAR2: &str = "bar2";
 /// File of a board model's directory whose first 32-bit word is nonzero
 /// while the simulated board dozes (blocks waiting for work); a hardware
-/// board has none. A host that stores `DOORBELL`, then (after a full
-/// fence) finds the word nonzero, swaps it to 0 and sends one byte to
+/// board has none. A host that stores `DOORBELL` or `CTRL`, then (after a
+/// full fence) finds the word nonzero, swaps it to 0 and sends one byte to
 /// [`BOARD_FILE_WAKE`] (`spec/registers.md` §13).
 pub const BOARD_FILE_DOZE: &str = "doze";
 /// The Unix datagram socket of a board model's directory that wakes a
