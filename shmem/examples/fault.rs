@@ -8,6 +8,10 @@
 //!   SIGKILL) — printing `failing at <unix ms>` first. The others wait in
 //!   `wait_until` for a flag nobody sets; if the runtime reports an error
 //!   they print it and exit 1.
+//! - `flood KIND`: as `crash KIND`, but instead of waiting the others
+//!   issue non-blocking atomic adds and puts to PE 1 (at most 2,000,000
+//!   or for 60 s), so that the provider's queues fill while PE 1 is gone;
+//!   they print the error they get and exit 1.
 //! - `wait-until`: PE N-1 waits for a word nobody sets (needs
 //!   `FSHMEM_WAIT_TIMEOUT`); the others sleep outside the runtime.
 //! - `wait-barrier`: PE N-1 sleeps outside the runtime; the others enter
@@ -46,7 +50,8 @@ fn main() {
     let pid = std::process::id();
     println!("fault: PE {me} pid {pid} started");
     match mode.as_str() {
-        "crash" => crash(&sh, &arg),
+        "crash" => crash(&sh, &arg, false),
+        "flood" => crash(&sh, &arg, true),
         "wait-until" => {
             let flag = sh.calloc::<u64>(1).expect("calloc");
             if me == n - 1 {
@@ -100,7 +105,7 @@ fn main() {
     }
 }
 
-fn crash(sh: &shmem::Shmem, kind: &str) {
+fn crash(sh: &shmem::Shmem, kind: &str, flood: bool) {
     let me = sh.my_pe();
     let flag = sh.calloc::<u64>(1).expect("calloc");
     sh.barrier_all().expect("barrier");
@@ -127,6 +132,21 @@ fn crash(sh: &shmem::Shmem, kind: &str) {
     // The next runtime call is the wait: a test that kills PE 1 once every
     // PE said this knows every PE is past the barrier.
     println!("fault: PE {me} waiting");
+    if flood {
+        let end = std::time::Instant::now() + Duration::from_secs(60);
+        let mut r = Ok(());
+        for i in 0..2_000_000u64 {
+            r = flag.atomic_add(0, 1, 1).and_then(|_| flag.put(0, &[i], 1));
+            if r.is_err() || std::time::Instant::now() > end {
+                break;
+            }
+        }
+        match r.and_then(|_| sh.quiet()) {
+            Ok(_) => println!("fault: PE {me}: the flood ended without an error"),
+            Err(e) => println!("fault: PE {me} detected at {}: {e}", now_ms()),
+        }
+        std::process::exit(1);
+    }
     match flag.wait_until(0, Cmp::Eq, 1) {
         Ok(_) => println!("fault: PE {me}: the flag was set?"),
         Err(e) => println!("fault: PE {me} detected at {}: {e}", now_ms()),

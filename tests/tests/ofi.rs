@@ -288,45 +288,65 @@ fn blames_pe_1(out: &str, what: &str) {
 fn a_pe_that_dies_or_errs_ends_the_job_naming_it() {
     for (env, n) in PROVIDERS.iter().flat_map(|&e| SIZES.map(|n| (e, n))) {
         for kind in FAILURES {
-            let what = format!("{kind} at {n} PEs on {env:?}");
-            let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-            let id = unique_job_id("ofx");
-            let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", "ofi", "--job-id", &id]);
-            cmd.arg(example("fault")).args(["crash", kind]);
-            for (k, v) in env {
-                cmd.env(k, v);
-            }
-            let (start, start_ms) = (Instant::now(), unix_ms());
-            let mut job = [spawn(&mut cmd)];
-            let mut at = None;
-            if kind == "kill" {
-                all_waiting(&mut job, n, &what);
-                let pid = pid_of(job[0].stdout_so_far(), 1).expect("PE 1's pid");
-                kill9(pid);
-                at = Some(Instant::now());
-            }
-            let [job] = job;
-            let out = finish(job, TIMEOUT);
-            let ended = Instant::now();
-            let ctx = format!("{what}: {out:?}");
-            assert_ne!(out.code(), Some(0), "{ctx}");
-            let took = ended.duration_since(failed_at(&out.stdout, at, start, start_ms));
-            assert!(
-                took < FAIL_BOUND,
-                "{ctx}: the job ended {took:?} after PE 1 failed"
-            );
-            blames_pe_1(&out.stdout, &ctx);
-            assert!(
-                out.stderr.contains("oshrun: PE 1 (pid")
-                    || out.stderr.contains("after PE 1 failed"),
-                "oshrun does not name PE 1: {ctx}"
-            );
-            // Nothing of the job is left in /dev/shm: shm's region of the
-            // killed PE is one of the job's files, which oshrun removes.
-            let left = shm_files(&id);
-            assert!(left.is_empty(), "{what}: left in /dev/shm: {left:?}");
+            fails_naming_pe_1(env, n, "crash", kind);
         }
     }
+}
+
+/// PE 1 leaves with `_exit` while the others flood it with atomics and
+/// puts, at 2, 4 and 5 PEs on each provider: the provider's queues fill
+/// (`FI_EAGAIN`) and an issuing PE must still learn of the failure and
+/// end, naming PE 1. (An issuing thread that retried while holding the
+/// conduit's lock kept the progress thread from recording the failure,
+/// and a 4-PE job hung.)
+#[test]
+fn a_pe_that_leaves_while_flooded_ends_the_job_naming_it() {
+    for (env, n) in PROVIDERS.iter().flat_map(|&e| SIZES.map(|n| (e, n))) {
+        fails_naming_pe_1(env, n, "flood", "raw-exit0");
+    }
+}
+
+/// Runs `fault MODE KIND` on `n` PEs with `env` and checks the job ends
+/// within the bound, non-zero, naming PE 1 and leaving nothing in
+/// /dev/shm.
+fn fails_naming_pe_1(env: &[(&str, &str)], n: usize, mode: &str, kind: &str) {
+    let what = format!("{mode} {kind} at {n} PEs on {env:?}");
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let id = unique_job_id("ofx");
+    let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", "ofi", "--job-id", &id]);
+    cmd.arg(example("fault")).args([mode, kind]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let (start, start_ms) = (Instant::now(), unix_ms());
+    let mut job = [spawn(&mut cmd)];
+    let mut at = None;
+    if kind == "kill" {
+        all_waiting(&mut job, n, &what);
+        let pid = pid_of(job[0].stdout_so_far(), 1).expect("PE 1's pid");
+        kill9(pid);
+        at = Some(Instant::now());
+    }
+    let [job] = job;
+    let out = finish(job, TIMEOUT);
+    let ended = Instant::now();
+    let ctx = format!("{what}: {out:?}");
+    assert_ne!(out.code(), Some(0), "{ctx}");
+    assert!(!out.stdout.contains("without an error"), "{ctx}");
+    let took = ended.duration_since(failed_at(&out.stdout, at, start, start_ms));
+    assert!(
+        took < FAIL_BOUND,
+        "{ctx}: the job ended {took:?} after PE 1 failed"
+    );
+    blames_pe_1(&out.stdout, &ctx);
+    assert!(
+        out.stderr.contains("oshrun: PE 1 (pid") || out.stderr.contains("after PE 1 failed"),
+        "oshrun does not name PE 1: {ctx}"
+    );
+    // Nothing of the job is left in /dev/shm: shm's region of the killed
+    // PE is one of the job's files, which oshrun removes.
+    let left = shm_files(&id);
+    assert!(left.is_empty(), "{what}: left in /dev/shm: {left:?}");
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {

@@ -59,6 +59,15 @@ pub(crate) enum Waiter {
     Internal,
 }
 
+/// What one attempt to issue an operation did.
+pub(crate) enum Issued {
+    /// Issued, with this operation id.
+    Done(u64),
+    /// The provider answered `FI_EAGAIN`: the operation's hold, to try
+    /// again after progress.
+    Again(Hold),
+}
+
 /// An operation in flight.
 pub(crate) struct Op {
     pub(crate) call: &'static str,
@@ -211,47 +220,28 @@ impl Core {
         Ok(())
     }
 
-    /// Issues an RMA or atomic of context `owner` through `issue` (given
-    /// the operation's context pointer), retrying while the provider says
-    /// `FI_EAGAIN` (and progressing), and records it. Returns the
-    /// operation's id.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn issue(
+    /// Tries once to issue an RMA or atomic of context `owner` through
+    /// `issue` (given the operation's context pointer), and records it.
+    /// `FI_EAGAIN` gives `hold` back: the caller progresses, with the
+    /// core's lock released so that the progress thread can record a
+    /// peer's failure, and tries again (see `OfiConduit::issue`).
+    pub(crate) fn try_issue(
         &mut self,
         call: &'static str,
         owner: u32,
         pe: usize,
         hold: Hold,
         waiter: Waiter,
-        mut issue: impl FnMut(&Fabric, &Hold, *mut c_void) -> isize,
-    ) -> Result<u64, ConduitError> {
+        issue: &mut impl FnMut(&Fabric, &Hold, *mut c_void) -> isize,
+    ) -> Result<Issued, ConduitError> {
         self.ctx(owner)?;
         let id = self.op_id();
-        let mut b = crate::wait::Backoff::new();
-        loop {
-            let rc = issue(&self.fab, &hold, op_ptr(id));
-            if rc == 0 {
-                break;
-            }
-            if rc != -(FI_EAGAIN as isize) {
-                return Err(self.fab.err(&format!("{call} to PE {pe}"), rc));
-            }
-            // The provider has no room until the peer makes progress: a
-            // peer found failed meanwhile, or the wait timeout, ends it.
-            if self.progress() {
-                b.reset();
-                continue;
-            }
-            if let Some(e) = &self.failed {
-                return Err(e.clone());
-            }
-            if let Some(waited) = b.timed_out() {
-                return Err(ConduitError::Timeout {
-                    what: format!("{call} to PE {pe} (the provider kept answering FI_EAGAIN)"),
-                    waited,
-                });
-            }
-            b.snooze();
+        let rc = issue(&self.fab, &hold, op_ptr(id));
+        if rc == -(FI_EAGAIN as isize) {
+            return Ok(Issued::Again(hold));
+        }
+        if rc != 0 {
+            return Err(self.fab.err(&format!("{call} to PE {pe}"), rc));
         }
         self.rma_issued += 1;
         self.rma_pending += 1;
@@ -268,7 +258,7 @@ impl Core {
                 owner,
             },
         );
-        Ok(id)
+        Ok(Issued::Done(id))
     }
 
     /// Whether the engine has room for another command.

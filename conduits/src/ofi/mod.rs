@@ -75,7 +75,7 @@ mod tests;
 
 pub use setup::UNTRUSTED_ATOMICS;
 
-use self::core::{AmoSlot, Core, CtxState, Hold, MAX_CONTEXTS, Waiter};
+use self::core::{AmoSlot, Core, CtxState, Hold, Issued, MAX_CONTEXTS, Waiter};
 use crate::bootstrap::{self, Bootstrap};
 use crate::config::OfiAtomics as Atomics;
 use crate::config::Settings;
@@ -201,6 +201,46 @@ impl OfiConduit {
             }
             b.snooze();
         }
+    }
+
+    /// Issues an RMA or atomic of context `ctx` to `pe` through `issue`
+    /// (given the fabric, the operation's hold and its context pointer)
+    /// and returns its id. While the provider answers `FI_EAGAIN` (it has
+    /// no room until a peer makes progress), this thread progresses with
+    /// the core's lock released between attempts, so that the progress
+    /// thread can record a peer's failure, which ends the wait; so does
+    /// `FSHMEM_WAIT_TIMEOUT` without progress.
+    fn issue(
+        &self,
+        call: &'static str,
+        ctx: CtxId,
+        pe: usize,
+        hold: Hold,
+        waiter: Waiter,
+        mut issue: impl FnMut(&Fabric, &Hold, *mut std::ffi::c_void) -> isize,
+    ) -> Result<u64> {
+        let mut hold = {
+            let mut c = lock(&self.core);
+            self.live(&c)?;
+            match c.try_issue(call, ctx.0, pe, hold, waiter, &mut issue)? {
+                Issued::Done(id) => return Ok(id),
+                Issued::Again(h) => Some(h),
+            }
+        };
+        self.drive_until(
+            |c| {
+                self.live(c)?;
+                let h = hold.take().expect("the hold is given back on FI_EAGAIN");
+                match c.try_issue(call, ctx.0, pe, h, waiter, &mut issue)? {
+                    Issued::Done(id) => Ok(Some(id)),
+                    Issued::Again(h) => {
+                        hold = Some(h);
+                        Ok(None)
+                    }
+                }
+            },
+            || format!("{call} to PE {pe} (the provider kept answering FI_EAGAIN)"),
+        )
     }
 
     /// Waits for the blocking operation `id`'s outcome.

@@ -10,7 +10,6 @@ impl OfiConduit {
     #[allow(clippy::too_many_arguments)]
     fn write(
         &self,
-        c: &mut Core,
         ctx: CtxId,
         pe: usize,
         offset: usize,
@@ -19,8 +18,8 @@ impl OfiConduit {
         len: usize,
         waiter: Waiter,
     ) -> Result<u64> {
-        let peer = c.fab.peers[pe];
-        c.issue("fi_write", ctx.0, pe, hold, waiter, |f, h, op| {
+        self.issue("fi_write", ctx, pe, hold, waiter, |f, h, op| {
+            let peer = f.peers[pe];
             let (p, n) = match h {
                 Hold::Bytes(_) => h.bytes(),
                 _ => (src, len),
@@ -47,10 +46,8 @@ impl OfiConduit {
     ///
     /// # Safety
     /// `dst..dst+len` stays writable and untouched until completion.
-    #[allow(clippy::too_many_arguments)]
     unsafe fn read(
         &self,
-        c: &mut Core,
         ctx: CtxId,
         pe: usize,
         offset: usize,
@@ -58,8 +55,8 @@ impl OfiConduit {
         len: usize,
         waiter: Waiter,
     ) -> Result<u64> {
-        let peer = c.fab.peers[pe];
-        c.issue("fi_read", ctx.0, pe, Hold::None, waiter, |f, _, op| {
+        self.issue("fi_read", ctx, pe, Hold::None, waiter, |f, _, op| {
+            let peer = f.peers[pe];
             // SAFETY: per this function's contract; range checked.
             unsafe {
                 api::read(
@@ -93,57 +90,53 @@ impl OfiConduit {
         } else {
             Waiter::Nbi
         };
-        let id = {
-            let mut c = lock(&self.core);
-            self.live(&c)?;
-            let peer = c.fab.peers[pe];
-            let addr = peer.base + offset as u64;
-            let call = match flags {
-                0 => "fi_atomic",
-                FI_FETCH_ATOMIC => "fi_fetch_atomic",
-                _ => "fi_compare_atomic",
-            };
-            c.issue(
-                call,
-                ctx.0,
-                pe,
-                Hold::Amo(AmoSlot::new(operand, compare)),
-                waiter,
-                |f, h, id| {
-                    let (a, cmp, res) = h.amo_ptrs();
-                    // SAFETY: the slot lives in the op until completion; the
-                    // word was checked in range and aligned.
-                    unsafe {
-                        match flags {
-                            0 => api::atomic(f.ep, a.cast(), peer.addr, addr, peer.key, dt, o, id),
-                            FI_FETCH_ATOMIC => api::fetch_atomic(
-                                f.ep,
-                                a.cast(),
-                                res.cast(),
-                                peer.addr,
-                                addr,
-                                peer.key,
-                                dt,
-                                o,
-                                id,
-                            ),
-                            _ => api::compare_atomic(
-                                f.ep,
-                                a.cast(),
-                                cmp.cast(),
-                                res.cast(),
-                                peer.addr,
-                                addr,
-                                peer.key,
-                                dt,
-                                o,
-                                id,
-                            ),
-                        }
-                    }
-                },
-            )?
+        let call = match flags {
+            0 => "fi_atomic",
+            FI_FETCH_ATOMIC => "fi_fetch_atomic",
+            _ => "fi_compare_atomic",
         };
+        let id = self.issue(
+            call,
+            ctx,
+            pe,
+            Hold::Amo(AmoSlot::new(operand, compare)),
+            waiter,
+            |f, h, id| {
+                let peer = f.peers[pe];
+                let addr = peer.base + offset as u64;
+                let (a, cmp, res) = h.amo_ptrs();
+                // SAFETY: the slot lives in the op until completion; the
+                // word was checked in range and aligned.
+                unsafe {
+                    match flags {
+                        0 => api::atomic(f.ep, a.cast(), peer.addr, addr, peer.key, dt, o, id),
+                        FI_FETCH_ATOMIC => api::fetch_atomic(
+                            f.ep,
+                            a.cast(),
+                            res.cast(),
+                            peer.addr,
+                            addr,
+                            peer.key,
+                            dt,
+                            o,
+                            id,
+                        ),
+                        _ => api::compare_atomic(
+                            f.ep,
+                            a.cast(),
+                            cmp.cast(),
+                            res.cast(),
+                            peer.addr,
+                            addr,
+                            peer.key,
+                            dt,
+                            o,
+                            id,
+                        ),
+                    }
+                }
+            },
+        )?;
         if !op.fetches() {
             return Ok(0);
         }
@@ -195,10 +188,7 @@ impl Rma for OfiConduit {
             return self.live(&lock(&self.core));
         }
         if src.len() <= BOUNCE_MAX {
-            let mut c = lock(&self.core);
-            self.live(&c)?;
             self.write(
-                &mut c,
                 ctx,
                 pe,
                 offset,
@@ -213,21 +203,16 @@ impl Rma for OfiConduit {
         // provider takes, then waited for (the source must stay intact).
         let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
         let mut ids = Vec::new();
-        {
-            let mut c = lock(&self.core);
-            self.live(&c)?;
-            for (k, part) in src.chunks(piece).enumerate() {
-                ids.push(self.write(
-                    &mut c,
-                    ctx,
-                    pe,
-                    offset + k * piece,
-                    Hold::None,
-                    part.as_ptr(),
-                    part.len(),
-                    Waiter::Blocking,
-                )?);
-            }
+        for (k, part) in src.chunks(piece).enumerate() {
+            ids.push(self.write(
+                ctx,
+                pe,
+                offset + k * piece,
+                Hold::None,
+                part.as_ptr(),
+                part.len(),
+                Waiter::Blocking,
+            )?);
         }
         for id in ids {
             self.wait_op(id, || {
@@ -254,15 +239,12 @@ impl Rma for OfiConduit {
             let s = unsafe { std::slice::from_raw_parts(src, len) };
             return self.put(ctx, pe, offset, s);
         }
-        let mut c = lock(&self.core);
-        self.live(&c)?;
-        let piece = c.fab.caps.max_msg.clamp(4096, 1 << 30);
+        let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
         let mut at = 0;
         while at < len {
             let n = piece.min(len - at);
             // The caller keeps `src` intact until quiet.
             self.write(
-                &mut c,
                 ctx,
                 pe,
                 offset + at,
@@ -290,28 +272,23 @@ impl Rma for OfiConduit {
         let len = dst.len();
         let p = dst.as_mut_ptr();
         let mut ids = Vec::new();
-        {
-            let mut c = lock(&self.core);
-            self.live(&c)?;
-            let piece = c.fab.caps.max_msg.clamp(4096, 1 << 30);
-            let mut at = 0;
-            while at < len {
-                let n = piece.min(len - at);
-                // SAFETY: `dst` is borrowed mutably for this whole call,
-                // which waits for every piece before it returns.
-                ids.push(unsafe {
-                    self.read(
-                        &mut c,
-                        ctx,
-                        pe,
-                        offset + at,
-                        p.wrapping_add(at),
-                        n,
-                        Waiter::Blocking,
-                    )?
-                });
-                at += n;
-            }
+        let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
+        let mut at = 0;
+        while at < len {
+            let n = piece.min(len - at);
+            // SAFETY: `dst` is borrowed mutably for this whole call, which
+            // waits for every piece before it returns.
+            ids.push(unsafe {
+                self.read(
+                    ctx,
+                    pe,
+                    offset + at,
+                    p.wrapping_add(at),
+                    n,
+                    Waiter::Blocking,
+                )?
+            });
+            at += n;
         }
         for id in ids {
             self.wait_op(id, || {
@@ -342,24 +319,12 @@ impl Rma for OfiConduit {
         if len == 0 {
             return self.live(&lock(&self.core));
         }
-        let mut c = lock(&self.core);
-        self.live(&c)?;
-        let piece = c.fab.caps.max_msg.clamp(4096, 1 << 30);
+        let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
         let mut at = 0;
         while at < len {
             let n = piece.min(len - at);
             // SAFETY: the caller keeps `dst` valid and untouched until quiet.
-            unsafe {
-                self.read(
-                    &mut c,
-                    ctx,
-                    pe,
-                    offset + at,
-                    dst.wrapping_add(at),
-                    n,
-                    Waiter::Nbi,
-                )?
-            };
+            unsafe { self.read(ctx, pe, offset + at, dst.wrapping_add(at), n, Waiter::Nbi)? };
             at += n;
         }
         Ok(())
