@@ -35,6 +35,16 @@ impl JobEnv {
             let _ = LAUNCHER_FD.set(fd);
         }
         crate::wait::note_rank(job.rank, under_oshrun());
+        // Under oshrun, oshrun claimed the job id. Under another launcher
+        // an id given in FSHMEM_JOB_ID may be in use, and each PE claims
+        // it before anything of the job exists; an id derived from the
+        // launch is that launch's alone.
+        if !under_oshrun() && get("FSHMEM_JOB_ID").is_some() {
+            if let Some(instance) = launch_instance(&get) {
+                crate::job_lock::hold_for_pe(&job.job_id, &instance)
+                    .map_err(ConduitError::Bootstrap)?;
+            }
+        }
         Ok(job)
     }
 
@@ -164,6 +174,53 @@ fn derived_job_id(
         Some(s) => job_id_from("slurm", &format!("{j}_{s}")),
         None => job_id_from("slurm", &j),
     })
+}
+
+/// The launch this process belongs to, in words, for claiming its job id
+/// ([`crate::job_lock`]), the same on every PE of one launch on a host and
+/// different for two launches: the rendezvous address, the PMIx
+/// namespace, Slurm's step, or the PMI server at the other end of
+/// `PMI_FD` (Hydra's proxy, one per job and host). `None` for a singleton
+/// and for ranks started by hand without a rendezvous, which nothing
+/// identifies.
+///
+/// Under Hydra the KVS name would do too, but asking PMI for it opens the
+/// session, and a rank that leaves (refused) while a peer is still in the
+/// middle of its PMI handshake makes the proxy fail and lose the ranks'
+/// output.
+fn launch_instance(get: &impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(a) = get("FSHMEM_BOOTSTRAP") {
+        return Some(format!("the rendezvous at {a}"));
+    }
+    if crate::bootstrap::pmix::launched(get) {
+        if let Some(ns) = get("PMIX_NAMESPACE") {
+            return Some(format!("PMIx namespace {ns}"));
+        }
+    }
+    if let (Some(j), Some(s)) = (get("SLURM_JOB_ID"), get("SLURM_STEP_ID")) {
+        return Some(format!("Slurm step {j}.{s}"));
+    }
+    let pid = get("PMI_FD").and_then(|fd| peer_pid(fd.trim().parse().ok()?))?;
+    Some(format!("the job whose PMI server is pid {pid}"))
+}
+
+/// The pid of the process at the other end of the Unix socket `fd`.
+fn peer_pid(fd: libc::c_int) -> Option<i32> {
+    // SAFETY: `ucred` is plain data, valid when zeroed.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is
+    // that large; a descriptor that is no socket is an error, not UB.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && cred.pid > 0).then_some(cred.pid)
 }
 
 /// A job id made of `prefix` and `name`: characters outside

@@ -151,9 +151,15 @@ macro_rules! declare_dispatch {
         }
 
         impl AnyConduit {
-            /// Leaves the job ([`Lifecycle::finalize`]). Collective.
+            /// Leaves the job ([`Lifecycle::finalize`]). Collective. Once
+            /// left, the PE's claim on the job id goes
+            /// ([`crate::job_lock::release_for_pe`]).
             pub fn finalize(&self) -> Result<()> {
-                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.finalize(), )* }
+                let r = match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.finalize(), )* };
+                if r.is_ok() {
+                    crate::job_lock::release_for_pe();
+                }
+                r
             }
 
             /// Ends the whole job ([`Lifecycle::global_exit`]).

@@ -152,6 +152,7 @@ pub fn exit_job(status: i32) -> ! {
         say_why(status);
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
+        crate::job_lock::release_for_pe();
         // SAFETY: _exit ends the process at once; allowed anywhere.
         unsafe { libc::_exit(status) }
     }
@@ -161,6 +162,7 @@ pub fn exit_job(status: i32) -> ! {
         }
     }
     say_why(status);
+    crate::job_lock::release_for_pe();
     std::process::exit(status)
 }
 

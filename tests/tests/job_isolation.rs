@@ -260,3 +260,107 @@ fn a_job_id_in_use_is_refused_at_start() {
         assert!(shm_files(&id).is_empty(), "{conduit}: {again:?}");
     }
 }
+
+/// A launcher, as the job-id test starts it: `n` PEs of `exe file` on the
+/// smp conduit (whose memory is named by the job id) under job id `id`.
+fn launch(launcher: &str, n: usize, id: &str, exe: &Path, file: &Path) -> Command {
+    let mut cmd = match launcher {
+        "oshrun" => {
+            return {
+                let mut c = hold_cmd("smp", n, id, exe, file);
+                c.env_remove("FSHMEM_JOB_ID");
+                c
+            };
+        }
+        "mpiexec.hydra" => Command::new("/usr/bin/mpiexec.hydra"),
+        _ => {
+            let mut c = Command::new("/usr/bin/mpirun.openmpi");
+            c.args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "--bind-to",
+                "none",
+            ]);
+            c
+        }
+    };
+    cmd.args(["-n", &n.to_string()])
+        .arg(exe)
+        .arg(file)
+        .env("FSHMEM_JOB_ID", id)
+        .env("FSHMEM_CONDUIT", "smp");
+    cmd
+}
+
+/// How a refusal names the job that holds the id, by its launcher.
+fn holder(launcher: &str) -> &'static str {
+    match launcher {
+        "oshrun" => "(oshrun pid ",
+        "mpiexec.hydra" => "(the job whose PMI server is pid ",
+        _ => "(PMIx namespace ",
+    }
+}
+
+/// The same under MPICH's Hydra and Open MPI's mpirun, where each PE
+/// claims the id that `FSHMEM_JOB_ID` gives it, and across launchers: a
+/// second job with an id in use, under any launcher, is refused at init
+/// naming the job that holds it (its launcher's own name for it), and the
+/// first job's data stays intact; the claim files go with the last PE.
+#[test]
+fn a_job_id_in_use_is_refused_under_every_launcher() {
+    let exe = compile("job_hold", &[]);
+    for l in ["/usr/bin/mpiexec.hydra", "/usr/bin/mpirun.openmpi"] {
+        assert!(
+            Path::new(l).is_file(),
+            "{l} is missing: install Debian's mpich and openmpi-bin (scripts/test.sh does)"
+        );
+    }
+    let cases = [
+        ("mpiexec.hydra", 2, "mpiexec.hydra"),
+        ("mpiexec.hydra", 3, "oshrun"),
+        ("mpirun", 2, "mpiexec.hydra"),
+        ("oshrun", 2, "mpirun"),
+    ];
+    for (first_by, n, second_by) in cases {
+        let id = fshmem_tests::unique_job_id("dupl");
+        let what = format!("{first_by} then {second_by}, {n} PEs");
+        let go = std::env::temp_dir().join(format!("fshmem-{id}-go"));
+        let _ = std::fs::remove_file(&go);
+        let mut first = spawn(&mut launch(first_by, n, &id, &exe, &go));
+        for _ in 0..n {
+            assert!(
+                first
+                    .wait_line(JOB_TIMEOUT, |l| l.ends_with(": holding"))
+                    .is_some(),
+                "{what}: the first job never held: {}",
+                first.stdout_so_far()
+            );
+        }
+        for launcher in [second_by, first_by] {
+            let second = run(&mut launch(launcher, n, &id, &exe, &go), JOB_TIMEOUT);
+            let what = format!("{what}: second job by {launcher}: {second:?}");
+            assert_ne!(second.code(), Some(0), "{what}");
+            assert!(!second.stdout.contains("holding"), "{what}");
+            let refusal = format!("job id {id} is in use by another job {}", holder(first_by));
+            let refused = lines_with(&second.stderr, &refusal);
+            assert!(!refused.is_empty(), "{what}");
+            let (who, hint) = match launcher {
+                "oshrun" => ("oshrun: ", "choose another --job-id"),
+                _ => ("PE ", "give this job another FSHMEM_JOB_ID"),
+            };
+            for r in &refused {
+                assert!(r.starts_with(who) && r.ends_with(hint), "{what}");
+            }
+        }
+        std::fs::write(&go, b"go").expect("create the go file");
+        let out = finish(first, JOB_TIMEOUT);
+        let _ = std::fs::remove_file(&go);
+        let what = format!("{what}: first job: {out:?}");
+        assert_eq!(out.code(), Some(0), "{what}");
+        for pe in 0..n {
+            let line = format!("PE {pe}: 0 words differ");
+            assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
+        }
+        assert!(shm_files(&id).is_empty(), "{what}: {:?}", shm_files(&id));
+    }
+}

@@ -262,7 +262,9 @@ fn run(cli: Cli) -> Result<u8, String> {
     let job_id = cli.job_id.clone().unwrap_or_else(default_job_id);
     // Before anything of the job exists: a second job with this id would
     // share (and at its end remove) this one's memory and boards.
-    let _claim = conduits::job_lock::JobLock::claim(&job_id)?;
+    let instance = format!("oshrun pid {}", std::process::id());
+    let _claim = conduits::job_lock::JobLock::claim(&job_id, &instance)
+        .map_err(|e| format!("{e}; choose another --job-id"))?;
     // Hosts: a network conduit gives every PE a host key (every PE its own
     // host unless --hosts groups them); others run on one host.
     let nhosts = match (cli.hosts, conduit.routes()) {

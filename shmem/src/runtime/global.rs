@@ -122,6 +122,9 @@ extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
     if let Some(parked) = take_parked() {
         let _ = parked.conduit.finalize();
     }
+    // However the process leaves (a failure status included), its claim
+    // on the job id goes with it; the last PE out removes the claim files.
+    conduits::job_lock::release_for_pe();
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -242,6 +245,8 @@ impl Runtime {
                 Ok(p)
             }
             Err(e) => {
+                // A start that failed leaves the job id to others.
+                conduits::job_lock::release_for_pe();
                 STATE.store(UNINIT, Ordering::Release);
                 Err(e)
             }
