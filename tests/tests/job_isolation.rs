@@ -12,7 +12,9 @@
 mod capi;
 
 use capi::{compile, lines_with};
-use fshmem_tests::{JOB_TIMEOUT, RunOutput, bin, finish, oshrun_cmd, run, shm_files, spawn};
+use fshmem_tests::{
+    JOB_TIMEOUT, RunOutput, Running, bin, finish, oshrun_cmd, run, shm_files, spawn,
+};
 use std::path::Path;
 use std::process::Command;
 
@@ -205,6 +207,46 @@ fn a_memfd_heap_beyond_memory_is_refused_at_init() {
     }
 }
 
+/// The file whose creation lets the `job_hold` job of id `id` go on.
+fn go_file(id: &str) -> std::path::PathBuf {
+    let go = std::env::temp_dir().join(format!("fshmem-{id}-go"));
+    let _ = std::fs::remove_file(&go);
+    go
+}
+
+/// Starts `cmd`, a `job_hold` job of `n` PEs waiting for `go`, and waits
+/// until every PE has its data in place.
+fn start_holding(cmd: &mut Command, n: usize, go: &Path, what: &str) -> Running {
+    assert!(!go.exists(), "{what}: {} exists", go.display());
+    let mut first = spawn(cmd);
+    for _ in 0..n {
+        assert!(
+            first
+                .wait_line(JOB_TIMEOUT, |l| l.ends_with(": holding"))
+                .is_some(),
+            "{what}: the first job never held: {}",
+            first.stdout_so_far()
+        );
+    }
+    first
+}
+
+/// Lets the held job `first` of id `id` go on and checks that it ends
+/// well with every PE's data intact and nothing of it left in /dev/shm.
+fn held_intact(first: Running, n: usize, id: &str, go: &Path, what: &str) {
+    std::fs::write(go, b"go").expect("create the go file");
+    let out = finish(first, JOB_TIMEOUT);
+    let _ = std::fs::remove_file(go);
+    let what = format!("{what}: first job: {out:?}");
+    assert_eq!(out.code(), Some(0), "{what}");
+    for pe in 0..n {
+        let line = format!("PE {pe}: 0 words differ");
+        assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
+    }
+    let left = shm_files(id);
+    assert!(left.is_empty(), "{what}: left in /dev/shm: {left:?}");
+}
+
 /// Runs `job_hold` on `n` PEs of `conduit` under job id `id`.
 fn hold_cmd(conduit: &str, n: usize, id: &str, exe: &Path, file: &Path) -> Command {
     let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--conduit", conduit, "--job-id", id]);
@@ -220,19 +262,8 @@ fn a_job_id_in_use_is_refused_at_start() {
     let exe = compile("job_hold", &[]);
     for (conduit, n) in [("smp", 2), ("smp", 4), ("ipv6", 3), ("fpga", 2)] {
         let id = fshmem_tests::unique_job_id("dup");
-        let go = std::env::temp_dir().join(format!("fshmem-{id}-go"));
-        let _ = std::fs::remove_file(&go);
-        let mut first = spawn(&mut hold_cmd(conduit, n, &id, &exe, &go));
-        // Every PE of the first job has its data in place.
-        for _ in 0..n {
-            assert!(
-                first
-                    .wait_line(JOB_TIMEOUT, |l| l.ends_with(": holding"))
-                    .is_some(),
-                "{conduit}: the first job never held: {}",
-                first.stdout_so_far()
-            );
-        }
+        let go = go_file(&id);
+        let first = start_holding(&mut hold_cmd(conduit, n, &id, &exe, &go), n, &go, conduit);
         for m in [1, n, n + 1] {
             let second = run(&mut hold_cmd(conduit, m, &id, &exe, &go), JOB_TIMEOUT);
             let what = format!("{conduit}: second job of {m} PEs: {second:?}");
@@ -242,16 +273,7 @@ fn a_job_id_in_use_is_refused_at_start() {
             assert_eq!(lines_with(&second.stderr, &refusal).len(), 1, "{what}");
             assert_eq!(second.stderr.lines().count(), 1, "{what}");
         }
-        std::fs::write(&go, b"go").expect("create the go file");
-        let out = finish(first, JOB_TIMEOUT);
-        let _ = std::fs::remove_file(&go);
-        let what = format!("{conduit}: first job: {out:?}");
-        assert_eq!(out.code(), Some(0), "{what}");
-        for pe in 0..n {
-            let line = format!("PE {pe}: 0 words differ");
-            assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
-        }
-        assert!(shm_files(&id).is_empty(), "{what}");
+        held_intact(first, n, &id, &go, conduit);
         // The id is free again.
         std::fs::write(&go, b"go").expect("create the go file");
         let again = run(&mut hold_cmd(conduit, n, &id, &exe, &go), JOB_TIMEOUT);
@@ -264,14 +286,10 @@ fn a_job_id_in_use_is_refused_at_start() {
 /// A launcher, as the job-id test starts it: `n` PEs of `exe file` on the
 /// smp conduit (whose memory is named by the job id) under job id `id`.
 fn launch(launcher: &str, n: usize, id: &str, exe: &Path, file: &Path) -> Command {
+    if launcher == "oshrun" {
+        return hold_cmd("smp", n, id, exe, file);
+    }
     let mut cmd = match launcher {
-        "oshrun" => {
-            return {
-                let mut c = hold_cmd("smp", n, id, exe, file);
-                c.env_remove("FSHMEM_JOB_ID");
-                c
-            };
-        }
         "mpiexec.hydra" => Command::new("/usr/bin/mpiexec.hydra"),
         _ => {
             let mut c = Command::new("/usr/bin/mpirun.openmpi");
@@ -324,18 +342,8 @@ fn a_job_id_in_use_is_refused_under_every_launcher() {
     for (first_by, n, second_by) in cases {
         let id = fshmem_tests::unique_job_id("dupl");
         let what = format!("{first_by} then {second_by}, {n} PEs");
-        let go = std::env::temp_dir().join(format!("fshmem-{id}-go"));
-        let _ = std::fs::remove_file(&go);
-        let mut first = spawn(&mut launch(first_by, n, &id, &exe, &go));
-        for _ in 0..n {
-            assert!(
-                first
-                    .wait_line(JOB_TIMEOUT, |l| l.ends_with(": holding"))
-                    .is_some(),
-                "{what}: the first job never held: {}",
-                first.stdout_so_far()
-            );
-        }
+        let go = go_file(&id);
+        let first = start_holding(&mut launch(first_by, n, &id, &exe, &go), n, &go, &what);
         for launcher in [second_by, first_by] {
             let second = run(&mut launch(launcher, n, &id, &exe, &go), JOB_TIMEOUT);
             let what = format!("{what}: second job by {launcher}: {second:?}");
@@ -352,15 +360,6 @@ fn a_job_id_in_use_is_refused_under_every_launcher() {
                 assert!(r.starts_with(who) && r.ends_with(hint), "{what}");
             }
         }
-        std::fs::write(&go, b"go").expect("create the go file");
-        let out = finish(first, JOB_TIMEOUT);
-        let _ = std::fs::remove_file(&go);
-        let what = format!("{what}: first job: {out:?}");
-        assert_eq!(out.code(), Some(0), "{what}");
-        for pe in 0..n {
-            let line = format!("PE {pe}: 0 words differ");
-            assert_eq!(lines_with(&out.stdout, &line).len(), 1, "{what}");
-        }
-        assert!(shm_files(&id).is_empty(), "{what}: {:?}", shm_files(&id));
+        held_intact(first, n, &id, &go, &what);
     }
 }
