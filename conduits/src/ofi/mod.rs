@@ -219,28 +219,26 @@ impl OfiConduit {
         waiter: Waiter,
         mut issue: impl FnMut(&Fabric, &Hold, *mut std::ffi::c_void) -> isize,
     ) -> Result<u64> {
-        let mut hold = {
-            let mut c = lock(&self.core);
-            self.live(&c)?;
-            match c.try_issue(call, ctx.0, pe, hold, waiter, &mut issue)? {
-                Issued::Done(id) => return Ok(id),
-                Issued::Again(h) => Some(h),
-            }
-        };
-        self.drive_until(
-            |c| {
-                self.live(c)?;
-                let h = hold.take().expect("the hold is given back on FI_EAGAIN");
-                match c.try_issue(call, ctx.0, pe, h, waiter, &mut issue)? {
-                    Issued::Done(id) => Ok(Some(id)),
-                    Issued::Again(h) => {
-                        hold = Some(h);
-                        Ok(None)
-                    }
+        let mut hold = Some(hold);
+        let mut attempt = |c: &mut Core| -> Result<Option<u64>> {
+            self.live(c)?;
+            let h = hold.take().expect("the hold is given back on FI_EAGAIN");
+            Ok(match c.try_issue(call, ctx.0, pe, h, waiter, &mut issue)? {
+                Issued::Done(id) => Some(id),
+                Issued::Again(h) => {
+                    hold = Some(h);
+                    None
                 }
-            },
-            || format!("{call} to PE {pe} (the provider kept answering FI_EAGAIN)"),
-        )
+            })
+        };
+        // The first attempt before any progress: the common case issues at
+        // once.
+        if let Some(id) = attempt(&mut lock(&self.core))? {
+            return Ok(id);
+        }
+        self.drive_until(attempt, || {
+            format!("{call} to PE {pe} (the provider kept answering FI_EAGAIN)")
+        })
     }
 
     /// Waits for the blocking operation `id`'s outcome.
