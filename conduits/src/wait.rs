@@ -85,6 +85,12 @@ static EXIT_FROM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsiz
 /// this process ([`note_rank`]).
 static LAUNCHER_REPORTS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Whether the launcher reports the job's end itself (oshrun), as
+/// [`note_rank`] recorded.
+pub(crate) fn launcher_reports() -> bool {
+    LAUNCHER_REPORTS.load(Ordering::SeqCst)
+}
+
 /// Records this process's rank, for the line [`exit_job`] prints when
 /// another PE ends the job, and whether the launcher reports the job's end
 /// itself (oshrun, which names the PE that failed first: then that line is
@@ -149,7 +155,7 @@ pub fn exit_job(status: i32) -> ! {
     static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     note_job_exit();
     if IN_EXIT_HANDLER.load(Ordering::SeqCst) {
-        say_why(status);
+        leave(status);
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         crate::job_lock::release_for_pe();
@@ -161,16 +167,65 @@ pub fn exit_job(status: i32) -> ! {
             std::thread::park();
         }
     }
-    say_why(status);
+    leave(status);
     crate::job_lock::release_for_pe();
     std::process::exit(status)
+}
+
+/// What a PE does on its way out of a job that ends, once the on-node
+/// conduit registered it ([`on_leave`]): marks this PE gone and, when asked
+/// (`true`), waits for the PEs of its host to leave too.
+type LeaveHook = Box<dyn Fn(bool) + Send + Sync>;
+
+/// The registered [`LeaveHook`] and the id [`on_leave`] gave it. Held
+/// locked while the hook runs, so that [`clear_leave_hook`] (called before
+/// the memory the hook reads is unmapped) waits for a running hook.
+static LEAVE_HOOK: std::sync::Mutex<Option<(u64, LeaveHook)>> = std::sync::Mutex::new(None);
+
+/// Registers `hook` as what this PE does on its way out of a job that ends
+/// ([`exit_job`]), replacing any other; returns the id that clears it.
+pub(crate) fn on_leave(hook: impl Fn(bool) + Send + Sync + 'static) -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mut slot = LEAVE_HOOK.lock().unwrap_or_else(|p| p.into_inner());
+    *slot = Some((id, Box::new(hook)));
+    id
+}
+
+/// Removes the hook [`on_leave`] registered as `id`, if it is still the
+/// registered one; waits for it if it is running.
+pub(crate) fn clear_leave_hook(id: u64) {
+    let mut slot = LEAVE_HOOK.lock().unwrap_or_else(|p| p.into_inner());
+    if slot.as_ref().is_some_and(|(have, _)| *have == id) {
+        *slot = None;
+    }
+}
+
+/// Leaves the job that ends with `status`: says why ([`say_why`]), then
+/// runs the leave hook, which waits for the PEs of this host when the
+/// status is a failure and the launcher is not oshrun.
+///
+/// Hydra and Open MPI's mpirun kill every rank as soon as one exits with a
+/// failure status. Without the wait, the first PE out gets a PE killed
+/// that had not yet learnt of the end, and that PE's line saying why it
+/// ended is lost. oshrun reports the job's end itself and lets its PEs
+/// flush on its stop signal, and no launcher kills on status 0, so then
+/// no PE waits.
+fn leave(status: i32) {
+    say_why(status);
+    let wait = status != 0 && !launcher_reports();
+    let slot = LEAVE_HOOK.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, hook)) = slot.as_ref() {
+        hook(wait);
+    }
 }
 
 /// A PE that leaves with a failure status because another PE ended the
 /// job says so in one line, unless oshrun started it (oshrun reports the
 /// job's end itself, naming the PE that failed first): under any other
-/// launcher, this line is all that tells why this rank ended.
-fn say_why(status: i32) {
+/// launcher, this line is all that tells why this rank ended. Says it once,
+/// however often it is called.
+pub(crate) fn say_why(status: i32) {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let (me, from) = (
         MY_RANK.load(Ordering::SeqCst),

@@ -71,10 +71,11 @@ pub trait OnNode: Conduit {
     /// `len` bytes.
     fn attach_host(job: &JobEnv, len: usize, settings: &Settings) -> Result<Self>;
 
-    /// Records that the job ends with `status`, so that every PE of this
-    /// host leaves with it the next time it enters the conduit; returns
-    /// (the router then reaches the other hosts).
-    fn post_exit(&self, status: i32);
+    /// Records that PE `from` (its rank in the whole job) ends the job
+    /// with `status`, so that every PE of this host leaves with it the
+    /// next time it enters the conduit; returns (the router then reaches
+    /// the other hosts).
+    fn post_exit(&self, status: i32, from: usize);
 }
 
 /// A conduit that can carry the traffic between hosts: it joins through a
@@ -96,8 +97,8 @@ impl OnNode for crate::smp::SmpConduit {
         crate::smp::SmpConduit::attach_len(job, len)
     }
 
-    fn post_exit(&self, status: i32) {
-        self.post_global_exit(status);
+    fn post_exit(&self, status: i32, from: usize) {
+        self.post_global_exit(status, from);
     }
 }
 
@@ -828,7 +829,7 @@ impl<On: OnNode, Off: OffNode> Lifecycle for Routed<On, Off> {
     /// Raises this host's exit word, then ends the job through the
     /// off-node conduit, which reaches every PE.
     fn global_exit(&self, status: i32) -> ! {
-        self.on.post_exit(status);
+        self.on.post_exit(status, self.rank);
         self.off.global_exit(status)
     }
 

@@ -179,6 +179,7 @@ impl SmpConduit {
             request_drain: AtomicBool::new(false),
             reply_drain: AtomicBool::new(false),
             finalized: AtomicBool::new(false),
+            leave_hook: 0,
             polls: AtomicU64::new(0),
             last_ctx: AtomicU32::new(0),
             ready: false,
@@ -189,6 +190,7 @@ impl SmpConduit {
         conduit._maps.extend(ctl_region.take());
         conduit._maps.push(own);
         c.state(rank).store(state::ATTACHED, Ordering::Release);
+        conduit.leave_hook = conduit.register_leave();
 
         // Barrier A: every PE has mapped the control block and created its
         // segment.

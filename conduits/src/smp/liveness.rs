@@ -14,11 +14,19 @@ impl SmpConduit {
             let (status, from) = crate::wait::exit_word_parts(w);
             crate::wait::note_exit_from(from);
             crate::wait::note_job_exit();
-            self.ctl
-                .state(self.rank)
-                .store(state::FINALIZED, Ordering::Release);
+            // Marks this PE gone once it has said why (`leave_together`).
             crate::wait::exit_job(status);
         }
+    }
+
+    /// Registers what this PE does on its way out of a job that ends,
+    /// whichever thread and conduit learn of the end first
+    /// ([`crate::wait::exit_job`]): [`leave_together`]. The id returned
+    /// clears it ([`crate::wait::clear_leave_hook`]), which `Drop` does
+    /// before the control block is unmapped.
+    pub(super) fn register_leave(&self) -> u64 {
+        let (ctl, rank, size) = (self.ctl, self.rank, self.size);
+        crate::wait::on_leave(move |wait| leave_together(ctl, rank, size, wait))
     }
 
     /// `Err(PeerFailed)` if `pe` is dead, failed, or (when `need_alive`)
@@ -105,5 +113,33 @@ impl SmpConduit {
         let peers = || (0..self.size).filter(|&pe| pe != self.rank);
         peers().try_for_each(|pe| self.check_peer(pe, false))?;
         peers().try_for_each(|pe| self.check_peer(pe, true))
+    }
+}
+
+/// How long a PE that leaves because the job ends waits for the other PEs
+/// of its host to leave too ([`leave_together`]): a PE that does not call
+/// into the runtime for that long (it computes, or blocks elsewhere) is
+/// not waited for.
+const LEAVE_GRACE: Duration = Duration::from_secs(1);
+
+/// PE `rank` of the `size` PEs of `ctl`'s job leaves a job that ends, after
+/// saying why: marks itself gone, then (`wait`) waits until every other PE
+/// of the job has left, ended, or never attached, at most [`LEAVE_GRACE`].
+/// See [`crate::wait::exit_job`] for when it waits.
+fn leave_together(ctl: Ctl, rank: usize, size: usize, wait: bool) {
+    ctl.state(rank).store(state::FINALIZED, Ordering::Release);
+    if !wait {
+        return;
+    }
+    let yet_to_leave = |pe: usize| {
+        ctl.state(pe).load(Ordering::Acquire) == state::ATTACHED
+            && process_alive(ctl.pid(pe).load(Ordering::Relaxed))
+    };
+    let mut backoff = Backoff::with_timeout(Some(LEAVE_GRACE));
+    while (0..size).any(|pe| pe != rank && yet_to_leave(pe)) {
+        if backoff.timed_out().is_some() {
+            return;
+        }
+        backoff.snooze();
     }
 }

@@ -132,6 +132,9 @@ pub struct SmpConduit {
     /// Held by the thread draining the reply ring.
     reply_drain: AtomicBool,
     finalized: AtomicBool,
+    /// The id of this PE's leave hook ([`SmpConduit::register_leave`]),
+    /// 0 until it is registered.
+    leave_hook: u64,
     /// Calls of `poll`, to pace its liveness checks.
     polls: AtomicU64,
     /// The last context id handed out (contexts need no state here).
@@ -168,15 +171,16 @@ impl SmpConduit {
         &self.job_id
     }
 
-    /// Sets the global-exit word to `status` and this PE
-    /// ([`crate::wait::exit_word`]) unless a PE set it first,
-    /// without leaving: every PE of the job exits with the word's status
-    /// the next time it enters the conduit (a routed job then ends the
-    /// other hosts through its off-node conduit).
-    pub fn post_global_exit(&self, status: i32) {
-        crate::wait::note_exit_from(self.rank);
+    /// Sets the global-exit word to `status` and `from`, the job rank of
+    /// the PE that ends the job ([`crate::wait::exit_word`]), unless a PE
+    /// set it first, without leaving: every PE of the job exits with the
+    /// word's status the next time it enters the conduit (a routed job
+    /// then ends the other hosts through its off-node conduit, and `from`
+    /// is the PE's rank in the whole job, not on this host).
+    pub fn post_global_exit(&self, status: i32, from: usize) {
+        crate::wait::note_exit_from(from);
         crate::wait::note_job_exit();
-        let word = crate::wait::exit_word(status, self.rank);
+        let word = crate::wait::exit_word(status, from);
         let _ =
             self.ctl
                 .global_exit()
@@ -423,7 +427,7 @@ impl Lifecycle for SmpConduit {
     }
 
     fn global_exit(&self, status: i32) -> ! {
-        self.post_global_exit(status);
+        self.post_global_exit(status, self.rank);
         // Whoever set the word first decides the status of the whole job.
         self.check_global_exit();
         crate::wait::exit_job(status)
@@ -432,6 +436,8 @@ impl Lifecycle for SmpConduit {
 
 impl Drop for SmpConduit {
     fn drop(&mut self) {
+        // Before the control block the hook reads is unmapped.
+        crate::wait::clear_leave_hook(self.leave_hook);
         if !self.finalized.load(Ordering::Acquire) {
             let st = if std::thread::panicking() || !self.ready {
                 state::FAILED
