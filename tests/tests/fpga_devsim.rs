@@ -12,9 +12,12 @@
 //! devsim tests — descriptor edge cases, back-pressure, identity checks,
 //! health-check faults, the compute core — are in `conduits`.)
 
+#[path = "support/board_failure.rs"]
+mod board_failure;
+
+use board_failure::{board_fails, libc_sig};
 use fshmem_tests::{
-    JOB_TIMEOUT, bin, example, finish, fpga_job, oshrun_cmd, run, shm_files, spawn, unique_job_id,
-    wait_for,
+    JOB_TIMEOUT, bin, example, fpga_job, oshrun_cmd, run, shm_files, unique_job_id,
 };
 use std::time::Duration;
 
@@ -109,57 +112,11 @@ fn api_check_and_stress_on_4_boards_with_lossy_links_are_exact() {
     assert!(shm_files(&id).is_empty());
 }
 
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
-}
-
-/// Runs the stress mix on 4 boards and sends board 1 `sig` once the job
-/// runs: the others must report PE 1 and the job end non-zero, leaving
-/// no board files.
-fn board_fails(sig: i32, expect: &str) {
-    let id = unique_job_id("fb");
-    let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", "fpga", "--job-id", &id]);
-    cmd.arg(example("stress"))
-        .args(["20", "1000000", "5"])
-        .env("FSHMEM_PEER_TIMEOUT", "1");
-    let mut child = spawn(&mut cmd);
-    let pid_file = std::path::PathBuf::from(format!("/dev/shm/fshmem-{id}-board1/pid"));
-    let mut pid = 0i32;
-    assert!(
-        wait_for(Duration::from_secs(20), || {
-            pid = std::fs::read_to_string(&pid_file)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(0);
-            pid > 0
-        }),
-        "board 1 never started"
-    );
-    assert!(
-        child
-            .wait_line(Duration::from_secs(20), |l| l == "stress: PE 0: running")
-            .is_some(),
-        "the job never ran: {}",
-        child.stdout_so_far()
-    );
-    // SAFETY: kill has no memory preconditions; the pid is board 1's.
-    assert_eq!(unsafe { libc_kill(pid, sig) }, 0);
-    let out = finish(child, Duration::from_secs(40));
-    let all = format!("{}{}", out.stdout, out.stderr);
-    assert_ne!(out.code(), Some(0), "{out:?}");
-    assert!(
-        all.contains("PE 1 failed") && all.contains(expect),
-        "{expect}: {out:?}"
-    );
-    assert!(out.elapsed < Duration::from_secs(15), "{out:?}");
-    assert!(shm_files(&id).is_empty(), "{:?}", shm_files(&id));
-}
-
 #[test]
 fn a_board_that_stops_answering_or_dies_ends_the_job_naming_its_pe() {
-    board_fails(19, "stopped answering"); // SIGSTOP
-    board_fails(9, "its board"); // SIGKILL
+    let stress = ["20", "1000000", "5"];
+    board_fails(4, &stress, &[], libc_sig::SIGSTOP, "stopped answering");
+    board_fails(4, &stress, &[], libc_sig::SIGKILL, "its board");
 }
 
 /// A burst far beyond the board's 65,536 outstanding commands: a full

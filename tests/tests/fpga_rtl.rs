@@ -7,7 +7,9 @@
 //! boards with 5 % of the link datagrams lost, 2 % duplicated and 10 %
 //! delayed (reordered), which the core's own reliability layer (sequence
 //! numbers, NACKs, retransmission) must repair. Every job must exit 0
-//! with its checkable result and leave no board files behind.
+//! with its checkable result and leave no board files behind. And at 3
+//! boards, a board that stops answering or dies mid-run ends the job
+//! naming its PE.
 //!
 //! The boards are `devsim-rtl` (`cargo build --release -p devsim --features
 //! rtl`, which `scripts/test.sh` runs), named by `FSHMEM_DEVSIM`.
@@ -19,11 +21,12 @@
 //! (every collective and team operation, reductions on a few types) at 2
 //! boards only: at 3 boards it took 95 to 108 s here, over half the
 //! budget, and the collectives at 3 boards are exercised by the C
-//! collectives test. The matmul example (a 96 × 96 product) is left to the
-//! engine's tests. The impaired run is at 3 boards only. Each program that
+//! collectives test. The impaired run is at 3 boards only. Each program that
 //! runs runs whole, every check asserted. The jobs run one at a time:
 //! boards and PEs would otherwise starve each other of the two cores.
 
+#[path = "support/board_failure.rs"]
+mod board_failure;
 #[path = "support/capi.rs"]
 mod capi;
 
@@ -140,5 +143,29 @@ fn examples_on_2_and_3_rtl_boards() {
         ));
         let j = rtl_job(n, &bin("histogram"), &[], &[]);
         j.assert_ok_with("histogram: every bin matches the serial histogram OK");
+        let j = rtl_job(n, &bin("matmul"), &[], &[]);
+        j.assert_ok_with(&format!(
+            "matmul n=96 PEs={n}: trace(C) = -139, sum(C) = 7505, max |error| = 0 OK"
+        ));
+    }
+}
+
+/// A board whose RTL core stops (SIGSTOP) or dies (SIGKILL) mid-run, at 3
+/// boards: the host's heartbeat on `UPTIME` and the other cores' peer
+/// timeouts find it as they do with the engine.
+#[test]
+fn a_board_that_stops_answering_or_dies_ends_the_job_naming_its_pe() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let rtl = devsim_rtl();
+    let env = [
+        ("FSHMEM_DEVSIM", rtl.to_str().expect("a UTF-8 path")),
+        ("FSHMEM_DEVSIM_CORE", "rtl"),
+    ];
+    let stress = ["20", "1000000", "5"];
+    for (sig, expect) in [
+        (board_failure::libc_sig::SIGSTOP, "stopped answering"),
+        (board_failure::libc_sig::SIGKILL, "its board"),
+    ] {
+        board_failure::board_fails(3, &stress, &env, sig, expect);
     }
 }
