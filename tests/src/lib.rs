@@ -342,6 +342,27 @@ pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     true
 }
 
+/// The pid of devsim board `board` of job `id`, once the board has written
+/// it (`/dev/shm/fshmem-ID-boardN/pid`).
+pub fn board_pid(id: &str, board: usize) -> Option<i32> {
+    std::fs::read_to_string(format!("/dev/shm/fshmem-{id}-board{board}/pid"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .filter(|&p: &i32| p > 0)
+}
+
+/// Waits at most `timeout` for devsim board `board` of job `id` to start
+/// ([`board_pid`]); its pid. Panics naming the board if it never does.
+pub fn wait_board_pid(id: &str, board: usize, timeout: Duration) -> i32 {
+    let mut pid = None;
+    let started = wait_for(timeout, || {
+        pid = board_pid(id, board);
+        pid.is_some()
+    });
+    assert!(started, "board {board} of job {id} never started");
+    pid.unwrap_or_default()
+}
+
 /// What [`job`] ran and how it ended.
 #[derive(Debug)]
 pub struct Job {

@@ -6,7 +6,7 @@
 //! reports that its other context's quiet returned, so that quiet cannot
 //! have waited for the stopped board.
 
-use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_for};
+use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_board_pid};
 use std::time::Duration;
 
 unsafe extern "C" {
@@ -30,18 +30,7 @@ fn a_contexts_quiet_returns_while_another_waits_for_a_stopped_board() {
         // The stopped board must not be declared dead while it is stopped.
         .env("FSHMEM_PEER_TIMEOUT", "60");
     let mut job = spawn(&mut cmd);
-    let pid_file = std::path::PathBuf::from(format!("/dev/shm/fshmem-{id}-board1/pid"));
-    let mut pid = 0i32;
-    assert!(
-        wait_for(Duration::from_secs(30), || {
-            pid = std::fs::read_to_string(&pid_file)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(0);
-            pid > 0
-        }),
-        "board 1 never started"
-    );
+    let pid = wait_board_pid(&id, 1, Duration::from_secs(30));
     assert!(
         job.wait_line(Duration::from_secs(60), |l| l == "ctx_quiet: PE 0: ready")
             .is_some(),

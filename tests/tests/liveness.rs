@@ -12,7 +12,7 @@
 //!    within 2 s of the signal (`scripts/liveness.sh detect` repeats it).
 
 use fshmem_tests::{
-    example, finish, oshrun_cmd, pe_pids, run, shm_files, spawn, unique_job_id, wait_for,
+    board_pid, example, finish, oshrun_cmd, pe_pids, run, shm_files, spawn, unique_job_id, wait_for,
 };
 use std::time::{Duration, Instant};
 
@@ -85,10 +85,7 @@ fn detect(conduit: &str, sig: i32, board: bool, expect: &str) {
     assert!(
         wait_for(Duration::from_secs(10), || {
             pid = if board {
-                std::fs::read_to_string(format!("/dev/shm/fshmem-{id}-board1/pid"))
-                    .ok()
-                    .and_then(|s| s.trim().parse().ok())
-                    .unwrap_or(0)
+                board_pid(&id, 1).unwrap_or(0)
             } else {
                 pe_pids(&id, Some(1)).first().map_or(0, |&p| p as i32)
             };

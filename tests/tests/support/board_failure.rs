@@ -4,7 +4,7 @@
 //! within its bound, leaving no board files. Shared by the engine's and the
 //! RTL core's tests.
 
-use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_for};
+use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_board_pid};
 use std::time::Duration;
 
 /// The two signals used, as this platform numbers them.
@@ -32,18 +32,7 @@ pub fn board_fails(n: usize, stress_args: &[&str], env: &[(&str, &str)], sig: i3
         cmd.env(k, v);
     }
     let mut child = spawn(&mut cmd);
-    let pid_file = std::path::PathBuf::from(format!("/dev/shm/fshmem-{id}-board1/pid"));
-    let mut pid = 0i32;
-    assert!(
-        wait_for(Duration::from_secs(30), || {
-            pid = std::fs::read_to_string(&pid_file)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(0);
-            pid > 0
-        }),
-        "board 1 never started"
-    );
+    let pid = wait_board_pid(&id, 1, Duration::from_secs(30));
     assert!(
         child
             .wait_line(Duration::from_secs(60), |l| l == "stress: PE 0: running")
