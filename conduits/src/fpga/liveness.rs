@@ -18,11 +18,14 @@ pub(super) struct PeerInfo {
 /// Bit 0 of a state word: the PE finalized.
 pub(super) const STATE_FINALIZED: u64 = 1;
 
-/// [`ActiveMessages::poll`] considers the slow checks every this many calls...
+/// [`ActiveMessages::poll`] considers the slow checks every this many calls,
+/// a wait every this many of its yielding steps...
 pub(super) const POLL_CHECK_CALLS: u32 = 256;
+pub(super) const WAIT_CHECK_STEPS: u64 = 16;
 
-/// ...and runs them when this long has passed since the last time.
-pub(super) const POLL_CHECK_INTERVAL: Duration = Duration::from_millis(10);
+/// ...and either runs them when this long has passed since the last time
+/// ([`FpgaConduit::check_due`]).
+pub(super) const CHECK_INTERVAL: Duration = Duration::from_millis(10);
 
 impl FpgaConduit {
     /// Exchanges what the liveness check needs: every PE's process id and
@@ -59,7 +62,7 @@ impl FpgaConduit {
         b: &mut Backoff,
         what: impl FnOnce() -> S,
     ) -> Result<()> {
-        if b.every(CHECK_PERIOD) {
+        if b.every(WAIT_CHECK_STEPS) && self.check_due() {
             self.slow_checks()?;
         }
         if let Some(waited) = b.timed_out() {
@@ -70,6 +73,21 @@ impl FpgaConduit {
         }
         b.snooze();
         Ok(())
+    }
+
+    /// Whether the slow checks are due: [`CHECK_INTERVAL`] has passed
+    /// since they last ran, from a wait or from `poll` (then they count as
+    /// run now). By time, not by steps: on an oversubscribed machine a
+    /// yield may last milliseconds, and a count of yields between checks
+    /// let a dead board go unnoticed for seconds past the peer timeout.
+    pub(super) fn check_due(&self) -> bool {
+        let now = self.born.elapsed().as_nanos() as u64;
+        let last = self.last_check.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < CHECK_INTERVAL.as_nanos() as u64 {
+            return false;
+        }
+        self.last_check.store(now, Ordering::Relaxed);
+        true
     }
 
     /// Slow checks during long waits and, rate-limited, in

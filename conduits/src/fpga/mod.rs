@@ -109,7 +109,7 @@ pub mod queue;
 use am::RxMsg;
 pub use health::HealthPath;
 use host::{CtxState, Host, Stage, TagMap, Waiter, round_up};
-use liveness::{POLL_CHECK_CALLS, POLL_CHECK_INTERVAL, PeerInfo, STATE_FINALIZED};
+use liveness::{POLL_CHECK_CALLS, PeerInfo, STATE_FINALIZED};
 
 use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
@@ -147,8 +147,6 @@ const HEALTH_BYTES: u64 = 16 << 10;
 const SLOT: u64 = 8 + EXCHANGE_MAX as u64;
 /// How long the board may take to reset or enable.
 const BRING_UP: Duration = Duration::from_secs(20);
-/// Slow checks (board liveness, global exit) every this many yields.
-const CHECK_PERIOD: u64 = 512;
 
 /// Where things live in the board's segment (offsets from `SEG_BASE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,7 +240,8 @@ pub struct FpgaConduit {
     board_timeout: Duration,
     /// Calls of [`ActiveMessages::poll`] (its liveness check is rate-limited).
     polls: AtomicU32,
-    /// When [`ActiveMessages::poll`] last ran the slow checks (ns since `born`).
+    /// When the slow checks last ran, from a wait or `poll` (ns since
+    /// `born`; [`FpgaConduit::check_due`]).
     last_check: AtomicU64,
     born: Instant,
 }
@@ -635,13 +634,8 @@ impl ActiveMessages for FpgaConduit {
         self.dispatch();
         // Liveness (and a global exit), rate-limited: a few system calls
         // every 10 ms at most.
-        if self.polls.fetch_add(1, Ordering::Relaxed) % POLL_CHECK_CALLS == 0 {
-            let now = self.born.elapsed().as_nanos() as u64;
-            let last = self.last_check.load(Ordering::Relaxed);
-            if now.saturating_sub(last) >= POLL_CHECK_INTERVAL.as_nanos() as u64 {
-                self.last_check.store(now, Ordering::Relaxed);
-                self.slow_checks()?;
-            }
+        if self.polls.fetch_add(1, Ordering::Relaxed) % POLL_CHECK_CALLS == 0 && self.check_due() {
+            self.slow_checks()?;
         }
         Ok(())
     }
