@@ -155,6 +155,7 @@ impl OfiConduit {
             thread: Mutex::new(Some(thread)),
             boot,
             native_atomics,
+            piece: caps.max_msg.clamp(4096, 1 << 30),
             next_tag: AtomicU64::new(1),
             exit_status,
             finalized: AtomicBool::new(false),

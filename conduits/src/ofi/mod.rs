@@ -124,6 +124,9 @@ pub struct OfiConduit {
     thread: Mutex<Option<JoinHandle<()>>>,
     boot: Arc<Mutex<Box<dyn Bootstrap>>>,
     native_atomics: bool,
+    /// The most one `fi_write` or `fi_read` moves: the provider's largest
+    /// message, kept within 4 KiB..1 GiB. Fixed once the fabric is open.
+    piece: usize,
     next_tag: AtomicU64,
     /// The status a peer's global exit asked for ([`NO_EXIT`]: none).
     exit_status: Arc<AtomicI64>,

@@ -201,7 +201,7 @@ impl Rma for OfiConduit {
         }
         // A long put: issued from the caller's buffer in pieces the
         // provider takes, then waited for (the source must stay intact).
-        let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
+        let piece = self.piece;
         let mut ids = Vec::new();
         for (k, part) in src.chunks(piece).enumerate() {
             ids.push(self.write(
@@ -239,7 +239,7 @@ impl Rma for OfiConduit {
             let s = unsafe { std::slice::from_raw_parts(src, len) };
             return self.put(ctx, pe, offset, s);
         }
-        let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
+        let piece = self.piece;
         let mut at = 0;
         while at < len {
             let n = piece.min(len - at);
@@ -272,7 +272,7 @@ impl Rma for OfiConduit {
         let len = dst.len();
         let p = dst.as_mut_ptr();
         let mut ids = Vec::new();
-        let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
+        let piece = self.piece;
         let mut at = 0;
         while at < len {
             let n = piece.min(len - at);
@@ -319,7 +319,7 @@ impl Rma for OfiConduit {
         if len == 0 {
             return self.live(&lock(&self.core));
         }
-        let piece = lock(&self.core).fab.caps.max_msg.clamp(4096, 1 << 30);
+        let piece = self.piece;
         let mut at = 0;
         while at < len {
             let n = piece.min(len - at);
