@@ -86,7 +86,8 @@ module fs_link_tx #(
     output wire                 cnt_ptx,
     output wire [16:0]          cnt_btx,
     output wire                 cnt_rtx,
-    output wire                 busy
+    output wire                 busy,
+    output wire                 armed
 );
     localparam integer B    = DW / 8;
     localparam integer BW   = $clog2(TXB);
@@ -303,8 +304,10 @@ module fs_link_tx #(
         .re(issue), .raddr(raddr), .rdata(ram_q)
     );
 
-    // Work remains while any frame is unacknowledged (its timer runs).
-    assign busy = xs != X_IDLE || q_head != q_tail || ack_any || nack_req || rt_valid;
+    // Work to do now; and frames that wait for their acknowledgement, whose
+    // timers run on the tick.
+    assign busy  = xs != X_IDLE || ack_any || nack_req || rt_valid;
+    assign armed = q_head != q_tail;
 
     always @(posedge clk) begin
         if (rst) begin

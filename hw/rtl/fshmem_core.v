@@ -18,6 +18,8 @@
 //                    the receive side is always ready
 //   link_*           port status from the PHY (up, module present, rate, peer)
 //   busy             some work is in progress (simulation: keep clocking)
+//   armed            frames wait for their acknowledgement and only the tick
+//                    moves their timers (simulation: clock as the tick comes)
 //
 // Blocks
 //   fs_regs        register file, soft reset        fs_rings      SQ/CQ/RQ rings
@@ -118,7 +120,8 @@ module fshmem_core #(
     input  wire [1:0]      link_present,
     input  wire [15:0]     link_rate,
     input  wire [31:0]     link_peer,
-    output wire            busy
+    output wire            busy,
+    output wire            armed
 );
     localparam integer B     = DW / 8;
     localparam integer LB    = $clog2(B);
@@ -359,7 +362,8 @@ module fshmem_core #(
         .tx0_keep(link0_tx_tkeep), .tx0_last(link0_tx_tlast),
         .tx1_valid(link1_tx_tvalid), .tx1_ready(link1_tx_tready), .tx1_data(link1_tx_tdata),
         .tx1_keep(link1_tx_tkeep), .tx1_last(link1_tx_tlast),
-        .cnt_ptx(cnt_ptx), .cnt_btx(cnt_btx), .cnt_rtx(cnt_rtx), .busy(tx_busy)
+        .cnt_ptx(cnt_ptx), .cnt_btx(cnt_btx), .cnt_rtx(cnt_rtx), .busy(tx_busy),
+        .armed(armed)
     );
 
     wire [1:0]    ev_valid, ev_ctrl, ev_nack, ev_stored, ev_accept;

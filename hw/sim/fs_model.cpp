@@ -106,6 +106,7 @@ extern "C" void fs_model_step(fs_model *m, const fs_in *in, fs_out *out) {
     out->bar0_rdata = t->bar0_rdata;
     out->msi = t->msi;
     out->busy = t->busy;
+    out->armed = t->armed;
     out->awvalid = t->m_axi_awvalid;
     out->awaddr = t->m_axi_awaddr;
     out->awlen = t->m_axi_awlen;

@@ -60,6 +60,7 @@ typedef struct {
     uint8_t bar0_rvalid;
     uint8_t msi;
     uint8_t busy;
+    uint8_t armed;
     uint8_t awvalid;
     uint8_t awlen;
     uint8_t awid;

@@ -89,6 +89,7 @@ pub struct Board<D: Dram> {
     cycle: u64,
     tick_pending: bool,
     msi: u64,
+    moved: u64,
     trace: Option<Vec<(u64, Event)>>,
     tx_mid: [bool; 2],
     /// The port of each frame sent and not yet popped, in the order the
@@ -123,6 +124,7 @@ impl<D: Dram> Board<D> {
             cycle: 0,
             tick_pending: false,
             msi: 0,
+            moved: 0,
             trace: None,
             tx_mid: [false; 2],
             tx_order: std::collections::VecDeque::new(),
@@ -194,13 +196,36 @@ impl<D: Dram> Board<D> {
         self.tick_pending = true;
     }
 
-    /// Whether the core reports work in progress, or a port has frames
-    /// queued to it or from it, or memory transactions are open.
+    /// Whether the core reports work in progress or frames awaiting their
+    /// acknowledgement, or a port has frames queued to it or from it, or
+    /// memory transactions are open: clocking on changes something.
     pub fn busy(&self) -> bool {
+        self.out.armed == 1 || self.working()
+    }
+
+    /// As [`Board::busy`], less the frames that only wait for their
+    /// acknowledgement: what changes without another tick or frame. A
+    /// board that is not working but [`Board::armed`] needs cycles only as
+    /// its timebase ticks (for its retransmission timers).
+    pub fn working(&self) -> bool {
         self.out.busy == 1
             || self.rx.iter().any(|r| r.pending() > 0)
             || self.tx.iter().any(TxCollector::is_active)
             || !self.mem.is_idle()
+    }
+
+    /// Whether frames wait for their acknowledgement (the core's `armed`).
+    pub fn armed(&self) -> bool {
+        self.out.armed == 1
+    }
+
+    /// Cycles so far in which something crossed the core's edges (a
+    /// memory request or beat, a link beat in or out, an MSI) or a memory
+    /// transaction was open. A core that is [`Board::working`] while this
+    /// stands still is waiting for something from outside: a peer's frame
+    /// or the tick.
+    pub fn activity(&self) -> u64 {
+        self.moved
     }
 
     /// MSI pulses seen so far.
@@ -252,7 +277,15 @@ impl<D: Dram> Board<D> {
             }
         }
         self.out = self.core.step(&self.inp);
+        let open = !self.mem.is_idle();
         self.mem.observe(&mut self.dram, &self.inp, &self.out);
+        let moved = open
+            || self.out.awvalid == 1
+            || self.out.arvalid == 1
+            || self.out.wvalid == 1
+            || self.out.msi == 1
+            || (0..2).any(|p| self.inp.rx_valid[p] == 1 || self.out.tx_valid[p] == 1);
+        self.moved += u64::from(moved);
         if self.trace.is_some() {
             if self.inp.wready == 1 && self.out.wvalid == 1 {
                 self.note(Event::MemWrite);

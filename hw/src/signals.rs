@@ -98,6 +98,8 @@ pub struct Outputs {
     pub msi: u8,
     /// `busy`: work in progress.
     pub busy: u8,
+    /// `armed`: frames wait for their acknowledgement (timers on the tick).
+    pub armed: u8,
     /// `m_axi_awvalid`.
     pub awvalid: u8,
     /// `m_axi_awlen`.

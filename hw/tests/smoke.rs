@@ -361,3 +361,74 @@ fn a_disabled_board_takes_no_frame_until_enabled() {
     );
     assert_eq!(net.hosts[1].seg(0x100, 8), vec![0xA5; 8]);
 }
+
+/// Clocks `h`'s board alone for at most 5,000 cycles, until it has sent a
+/// frame and has no work left; returns the frames it sent.
+fn send_alone(h: &mut Host) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    for _ in 0..5_000 {
+        h.board.cycle();
+        frames.extend(h.sent());
+        if !frames.is_empty() && !h.board.working() {
+            break;
+        }
+    }
+    assert!(!frames.is_empty(), "no frame in 5,000 cycles");
+    frames
+}
+
+/// What devsim needs to clock a waiting core only as its tick comes. A
+/// get's requester has its command outstanding (working) but moves nothing
+/// across its edges until the reply comes; the target, once its reply has
+/// left, is `armed` (the reply awaits its acknowledgement) and not working.
+/// Neither moves without a frame or a tick; each answer clears the state.
+#[test]
+fn a_core_waiting_for_its_peer_moves_nothing_and_is_armed_until_acknowledged() {
+    // Ticks only when given: the retransmission timers stand still.
+    let cfg = BoardConfig {
+        cycles_per_tick: None,
+        ..BoardConfig::default()
+    };
+    let mut net = Net::new(2, cfg, 20);
+    net.hosts[1].seg_write(0x100, b"sixteen bytes!!!");
+    let get = Descriptor::Get {
+        common: c(1),
+        target: 1,
+        remote: 0x100,
+        local: Local::Segment(0x10),
+        len: 16,
+    };
+    net.hosts[0].submit(&[cmd::encode(&get)]);
+    // The pair (0, 1) uses port 1 of board 0 and port 0 of board 1.
+    let request = send_alone(&mut net.hosts[0]);
+    assert_eq!(request.len(), 1, "{request:02x?}");
+    let b0 = &mut net.hosts[0].board;
+    assert!(
+        b0.working() && b0.armed(),
+        "the requester waits for its reply"
+    );
+    let moved = b0.activity();
+    net.hosts[0].run(2_000);
+    assert_eq!(net.hosts[0].board.activity(), moved, "the requester moved");
+
+    net.hosts[1].board.push_frame(0, request[0].clone());
+    let reply = send_alone(&mut net.hosts[1]);
+    let b1 = &net.hosts[1].board;
+    assert!(!reply.is_empty(), "no reply");
+    assert!(b1.armed() && !b1.working(), "the reply awaits its ack");
+    assert!(b1.busy(), "busy counts the armed state");
+    let moved = b1.activity();
+    net.hosts[1].run(2_000);
+    assert_eq!(net.hosts[1].board.activity(), moved, "the target moved");
+
+    for f in reply {
+        net.hosts[0].board.push_frame(1, f);
+    }
+    net.settle(100_000);
+    for (i, h) in net.hosts.iter().enumerate() {
+        assert!(!h.board.armed() && !h.board.busy(), "board {i} at the end");
+    }
+    let cq = net.hosts[0].poll_cq().expect("the get completes");
+    assert_eq!((cq.tag, cq.status), (1, Status::Ok));
+    assert_eq!(net.hosts[0].seg(0x10, 16), b"sixteen bytes!!!");
+}
