@@ -50,10 +50,10 @@
 //! the frames of a collectives run were resent.
 //!
 //! The core's microsecond tick (`UPTIME`, retransmission and peer
-//! timeouts) follows wall time at most one tick a cycle: the model runs
-//! some 200,000 cycles a second, so a busy board's microsecond lasts about
-//! one cycle of simulation and its timeouts last several times their
-//! wall-clock value; an idle board is clocked in short bursts that keep
+//! timeouts) follows wall time at most one tick a cycle: the model runs a
+//! few hundred thousand cycles a second, so a busy board's microsecond
+//! lasts about one cycle of simulation and its timeouts last several
+//! times their wall-clock value; an idle board is clocked in short bursts that keep
 //! `UPTIME` moving for the host's heartbeat check. So is a board whose
 //! only work is frames waiting for their acknowledgement (the core's
 //! `armed` without `busy`): clocking it at full speed would only run its

@@ -15,7 +15,7 @@
 //                    wide, INCR bursts of up to 256 beats that never cross 4 KiB
 //   linkN_tx_*, linkN_rx_*  AXI4-Stream ports of the two network links, DW bits,
 //                    one spec/wire.md frame per packet (tlast), tkeep per byte;
-//                    the receive side is always ready
+//                    the receive side is always ready and registered at the edge
 //   link_*           port status from the PHY (up, module present, rate, peer)
 //   busy             some work is in progress (simulation: keep clocking)
 //   armed            frames wait for their acknowledgement and only the tick
@@ -373,10 +373,23 @@ module fshmem_core #(
     wire [11:0]   ev_words;
     wire [2047:0] ev_bitmap;
 
+    // The receive ports are registered at the core's edge: a beat reaches
+    // its receiver (CRC, header checks) the cycle after it arrives, so no
+    // path runs from a port's pins through the receiver's logic.
+    reg  [1:0]      rxr_valid, rxr_last;
+    reg  [DW-1:0]   rxr_data0, rxr_data1;
+    reg  [DW/8-1:0] rxr_keep0, rxr_keep1;
+    always @(posedge clk) begin
+        rxr_valid <= crst ? 2'b00 : {link1_rx_tvalid, link0_rx_tvalid};
+        rxr_last  <= {link1_rx_tlast, link0_rx_tlast};
+        rxr_data0 <= link0_rx_tdata;  rxr_data1 <= link1_rx_tdata;
+        rxr_keep0 <= link0_rx_tkeep;  rxr_keep1 <= link1_rx_tkeep;
+    end
+
     fs_link_rx #(.DW(DW), .BUF(RXB), .FIDEPTH(RXF), .FRAG(FRAG)) lrx0 (
         .clk(clk), .rst(crst), .node_id(node_id), .node_count(node_count),
-        .rx_valid(link0_rx_tvalid), .rx_data(link0_rx_tdata), .rx_keep(link0_rx_tkeep),
-        .rx_last(link0_rx_tlast),
+        .rx_valid(rxr_valid[0]), .rx_data(rxr_data0), .rx_keep(rxr_keep0),
+        .rx_last(rxr_last[0]),
         .ev_valid(ev_valid[0]), .ev_ctrl(ev_ctrl[0]), .ev_nack(ev_nack[0]), .ev_src(ev_src[15:0]),
         .ev_seq(ev_seq[31:0]), .ev_flags(ev_flags[2:0]), .ev_ack(ev_ack[31:0]),
         .ev_stored(ev_stored[0]), .ev_words(ev_words[5:0]), .ev_bitmap(ev_bitmap[1023:0]),
@@ -387,8 +400,8 @@ module fshmem_core #(
     );
     fs_link_rx #(.DW(DW), .BUF(RXB), .FIDEPTH(RXF), .FRAG(FRAG)) lrx1 (
         .clk(clk), .rst(crst), .node_id(node_id), .node_count(node_count),
-        .rx_valid(link1_rx_tvalid), .rx_data(link1_rx_tdata), .rx_keep(link1_rx_tkeep),
-        .rx_last(link1_rx_tlast),
+        .rx_valid(rxr_valid[1]), .rx_data(rxr_data1), .rx_keep(rxr_keep1),
+        .rx_last(rxr_last[1]),
         .ev_valid(ev_valid[1]), .ev_ctrl(ev_ctrl[1]), .ev_nack(ev_nack[1]), .ev_src(ev_src[31:16]),
         .ev_seq(ev_seq[63:32]), .ev_flags(ev_flags[5:3]), .ev_ack(ev_ack[63:32]),
         .ev_stored(ev_stored[1]), .ev_words(ev_words[11:6]), .ev_bitmap(ev_bitmap[2047:1024]),
@@ -475,7 +488,8 @@ module fshmem_core #(
         .m_rready(m_axi_rready), .m_rid(m_axi_rid)
     );
 
-    assign busy = srst || !sched_idle || d_valid || sq_head != sq_tail && enabled || bld_idle != 2'b11
+    assign busy = srst || |rxr_valid || !sched_idle || d_valid || sq_head != sq_tail && enabled
+               || bld_idle != 2'b11
                || tx_busy || nack_owed || !disp_idle || |fi_valid || c_valid || n_valid || s_valid;
 endmodule
 

@@ -14,15 +14,16 @@
 //! The boards are `devsim-rtl` (`cargo build --release -p devsim --features
 //! rtl`, which `scripts/test.sh` runs), named by `FSHMEM_DEVSIM`.
 //!
-//! Sizes. The model runs about 200,000 cycles a second on one core; on
+//! Sizes. The model runs a few hundred thousand cycles a second on one
+//! core; on
 //! the 2-core machine these jobs take from three to over ten times as long
 //! as on the engine, and this file must add at most about three minutes to
 //! the suite. So coll_check runs its `quick` set (every collective and
 //! team operation, reductions on a few types): at 3 boards it took 95 to
 //! 108 s while devsim clocked a core that only waited for a peer at full
-//! speed, and 31 to 32 s since it does not. The impaired run is at 3
-//! boards only. Each program that
-//! runs runs whole, every check asserted. The jobs run one at a time:
+//! speed, 31 to 32 s once it did not, and 23 s since the core registers
+//! its link inputs. The impaired run is at 3 boards only. Each program
+//! that runs runs whole, every check asserted. The jobs run one at a time:
 //! boards and PEs would otherwise starve each other of the two cores.
 
 #[path = "support/board_failure.rs"]
