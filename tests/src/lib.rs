@@ -342,6 +342,22 @@ pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     true
 }
 
+/// Sends signal `sig` (`libc::SIGKILL`, ...) to process `pid`, which must
+/// be a single process (`pid > 0`: never a group, nor every process).
+pub fn send_signal(pid: i32, sig: libc::c_int) -> std::io::Result<()> {
+    if pid <= 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("no signal to pid {pid}: not a single process"),
+        ));
+    }
+    // SAFETY: kill has no memory preconditions.
+    match unsafe { libc::kill(pid, sig) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// The pid of devsim board `board` of job `id`, once the board has written
 /// it (`/dev/shm/fshmem-ID-boardN/pid`).
 pub fn board_pid(id: &str, board: usize) -> Option<i32> {

@@ -6,16 +6,10 @@
 //! reports that its other context's quiet returned, so that quiet cannot
 //! have waited for the stopped board.
 
-use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_board_pid};
+use fshmem_tests::{
+    example, finish, oshrun_cmd, send_signal, shm_files, spawn, unique_job_id, wait_board_pid,
+};
 use std::time::Duration;
-
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
-}
-
-const SIGCONT: i32 = 18;
-const SIGSTOP: i32 = 19;
 
 #[test]
 fn a_contexts_quiet_returns_while_another_waits_for_a_stopped_board() {
@@ -37,14 +31,12 @@ fn a_contexts_quiet_returns_while_another_waits_for_a_stopped_board() {
         "PE 0 never got ready: {}",
         job.stdout_so_far()
     );
-    // SAFETY: kill has no memory preconditions; the pid is board 1's.
-    assert_eq!(unsafe { libc_kill(pid, SIGSTOP) }, 0);
+    send_signal(pid, libc::SIGSTOP).expect("SIGSTOP to board 1");
     std::fs::write(&go1, b"").unwrap();
     let returned = job.wait_line(Duration::from_secs(60), |l| {
         l == "ctx_quiet: PE 0: fast quiet returned"
     });
-    // SAFETY: as above.
-    assert_eq!(unsafe { libc_kill(pid, SIGCONT) }, 0);
+    send_signal(pid, libc::SIGCONT).expect("SIGCONT to board 1");
     assert!(
         returned.is_some(),
         "the fast context's quiet waited for the stopped board: {}",

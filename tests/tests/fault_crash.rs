@@ -10,7 +10,7 @@
 //! them, says so, and the wait timeout ends the job.
 
 use fshmem_tests::{
-    example, finish, oshrun_cmd, pe_pids, shm_files, spawn, unique_job_id, wait_for,
+    example, finish, oshrun_cmd, pe_pids, send_signal, shm_files, spawn, unique_job_id, wait_for,
 };
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -73,8 +73,7 @@ fn crash_with(conduit: &str, oshrun_args: &[&str], kind: &str) {
             waiting[pe] = true;
         }
         let now = now_ms();
-        // SAFETY: kill has no memory preconditions; the pid is PE 1's.
-        assert_eq!(unsafe { libc_kill(pid[0] as i32, 9) }, 0);
+        send_signal(pid[0] as i32, libc::SIGKILL).expect("SIGKILL to PE 1");
         failed_at = Some(now);
     }
     let out = finish(child, Duration::from_secs(30));
@@ -153,11 +152,6 @@ fn devsim_pids(id: &str) -> Vec<u32> {
         }
     }
     pids
-}
-
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 const KINDS: [&str; 4] = ["abort", "kill", "panic", "exit3"];

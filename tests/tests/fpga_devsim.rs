@@ -15,7 +15,7 @@
 #[path = "support/board_failure.rs"]
 mod board_failure;
 
-use board_failure::{board_fails, libc_sig};
+use board_failure::board_fails;
 use fshmem_tests::{
     JOB_TIMEOUT, bin, example, fpga_job, oshrun_cmd, run, shm_files, unique_job_id,
 };
@@ -115,8 +115,8 @@ fn api_check_and_stress_on_4_boards_with_lossy_links_are_exact() {
 #[test]
 fn a_board_that_stops_answering_or_dies_ends_the_job_naming_its_pe() {
     let stress = ["20", "1000000", "5"];
-    board_fails(4, &stress, &[], libc_sig::SIGSTOP, "stopped answering");
-    board_fails(4, &stress, &[], libc_sig::SIGKILL, "its board");
+    board_fails(4, &stress, &[], libc::SIGSTOP, "stopped answering");
+    board_fails(4, &stress, &[], libc::SIGKILL, "its board");
 }
 
 /// A burst far beyond the board's 65,536 outstanding commands: a full

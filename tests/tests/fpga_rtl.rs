@@ -165,8 +165,8 @@ fn a_board_that_stops_answering_or_dies_ends_the_job_naming_its_pe() {
     ];
     let stress = ["20", "1000000", "5"];
     for (sig, expect) in [
-        (board_failure::libc_sig::SIGSTOP, "stopped answering"),
-        (board_failure::libc_sig::SIGKILL, "its board"),
+        (libc::SIGSTOP, "stopped answering"),
+        (libc::SIGKILL, "its board"),
     ] {
         board_failure::board_fails(3, &stress, &env, sig, expect);
     }

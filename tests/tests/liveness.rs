@@ -12,7 +12,8 @@
 //!    within 2 s of the signal (`scripts/liveness.sh detect` repeats it).
 
 use fshmem_tests::{
-    board_pid, example, finish, oshrun_cmd, pe_pids, run, shm_files, spawn, unique_job_id, wait_for,
+    board_pid, example, finish, oshrun_cmd, pe_pids, run, send_signal, shm_files, spawn,
+    unique_job_id, wait_for,
 };
 use std::time::{Duration, Instant};
 
@@ -57,11 +58,6 @@ fn heavy(conduit: &str) {
     }
 }
 
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
-}
-
 /// Runs the stress mix on 4 PEs with a 1 s peer timeout, sends `sig` to
 /// PE 1's process (or to board 1 with `board`) once it runs, and checks
 /// that the failure is reported naming PE 1 with `expect` within 2 s (a
@@ -94,20 +90,19 @@ fn detect(conduit: &str, sig: i32, board: bool, expect: &str) {
         "no process for PE 1"
     );
     let t = Instant::now();
-    // SAFETY: kill has no memory preconditions; the pid is PE 1's (board).
-    assert_eq!(unsafe { libc_kill(pid, sig) }, 0);
+    send_signal(pid, sig).expect("the signal to PE 1 (its board)");
     // A stopped PE is reported by the PE that finds it (a `FAIL` line); a
     // killed one by oshrun, which then ends the job.
-    let reported = (sig == 19)
+    let reported = (sig == libc::SIGSTOP)
         .then(|| child.wait_line(Duration::from_secs(30), |l| l.contains(": FAIL: ")))
         .flatten()
         .map(|_| t.elapsed());
     let out = finish(child, Duration::from_secs(30));
     let ended = t.elapsed();
     let took = reported.unwrap_or(ended);
-    if sig == 19 {
-        // SAFETY: as above; the stopped process must not outlive the test.
-        unsafe { libc_kill(pid, 9) };
+    if sig == libc::SIGSTOP {
+        // The stopped process must not outlive the test.
+        let _ = send_signal(pid, libc::SIGKILL);
     }
     let all = format!("{}{}", out.stdout, out.stderr);
     let ctx = format!("{conduit} signal {sig} board {board}: {took:?} {out:?}");
@@ -129,9 +124,9 @@ fn live_peers_are_never_blamed_and_dead_or_stopped_ones_are_named_in_time() {
         let _hog = Hog::start();
         heavy("fpga");
     }
-    detect("ipv6", 9, false, "PE 1");
-    detect("ipv6", 19, false, "no packet from it");
-    detect("fpga", 9, false, "PE 1");
-    detect("fpga", 19, false, "has been stopped");
-    detect("fpga", 19, true, "stopped answering");
+    detect("ipv6", libc::SIGKILL, false, "PE 1");
+    detect("ipv6", libc::SIGSTOP, false, "no packet from it");
+    detect("fpga", libc::SIGKILL, false, "PE 1");
+    detect("fpga", libc::SIGSTOP, false, "has been stopped");
+    detect("fpga", libc::SIGSTOP, true, "stopped answering");
 }

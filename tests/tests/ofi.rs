@@ -13,7 +13,8 @@
 mod capi;
 
 use fshmem_tests::{
-    RunOutput, Running, any_bin, example, finish, oshrun_cmd, run, shm_files, spawn, unique_job_id,
+    RunOutput, Running, any_bin, example, finish, oshrun_cmd, run, send_signal, shm_files, spawn,
+    unique_job_id,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -245,14 +246,8 @@ fn pid_of(stdout: &str, pe: usize) -> Option<i32> {
 
 /// SIGKILL to `pid`.
 fn kill9(pid: i32) {
-    // SAFETY: kill has no memory preconditions; the pid is a PE of a job
-    // this test started and has not reaped.
-    assert_eq!(unsafe { libc_kill(pid, 9) }, 0, "kill -9 {pid}");
-}
-
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
+    // The pid is a PE of a job this test started and has not reaped.
+    send_signal(pid, libc::SIGKILL).unwrap_or_else(|e| panic!("kill -9 {pid}: {e}"));
 }
 
 /// When PE 1 failed: `at` if the test killed it, else the time it printed.

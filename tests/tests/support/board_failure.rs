@@ -4,19 +4,10 @@
 //! within its bound, leaving no board files. Shared by the engine's and the
 //! RTL core's tests.
 
-use fshmem_tests::{example, finish, oshrun_cmd, shm_files, spawn, unique_job_id, wait_board_pid};
+use fshmem_tests::{
+    example, finish, oshrun_cmd, send_signal, shm_files, spawn, unique_job_id, wait_board_pid,
+};
 use std::time::Duration;
-
-/// The two signals used, as this platform numbers them.
-pub mod libc_sig {
-    pub const SIGKILL: i32 = 9;
-    pub const SIGSTOP: i32 = 19;
-}
-
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
-}
 
 /// Runs `stress stress_args` on `n` boards with `env` added
 /// (`FSHMEM_PEER_TIMEOUT=1`), sends board 1 `sig` once PE 0 prints that it
@@ -41,8 +32,7 @@ pub fn board_fails(n: usize, stress_args: &[&str], env: &[(&str, &str)], sig: i3
         child.stdout_so_far()
     );
     let signalled = std::time::Instant::now();
-    // SAFETY: kill has no memory preconditions; the pid is board 1's.
-    assert_eq!(unsafe { libc_kill(pid, sig) }, 0);
+    send_signal(pid, sig).expect("the signal to board 1");
     let out = finish(child, Duration::from_secs(60));
     let took = signalled.elapsed();
     eprintln!("{id}: board 1 of {n} got signal {sig}; the job ended {took:?} later");
