@@ -13,10 +13,10 @@
 //! alone and needs no claim.
 //!
 //! A claim names the job's *instance*: `oshrun pid P`, or what identifies
-//! the launch to its launcher (Hydra's KVS name, the PMIx namespace,
-//! Slurm's step, the rendezvous address), the same on every PE of one
-//! launch and different for two launches. Two files in `/dev/shm` carry
-//! it:
+//! the launch to its launcher (the pid of Hydra's PMI server, the PMIx
+//! namespace, Slurm's step, the rendezvous address), the same on every PE
+//! of one launch and different for two launches. Two files in `/dev/shm`
+//! carry it:
 //! - `fshmem-<job>-live`: every holder keeps a shared `flock` on it for
 //!   its life, so it is locked exactly while some process of the job
 //!   lives (the kernel drops the locks of a process however it ends, so a

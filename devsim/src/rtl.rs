@@ -53,8 +53,8 @@
 //! timeouts) follows wall time at most one tick a cycle: the model runs a
 //! few hundred thousand cycles a second, so a busy board's microsecond
 //! lasts about one cycle of simulation and its timeouts last several
-//! times their wall-clock value; an idle board is clocked in short bursts that keep
-//! `UPTIME` moving for the host's heartbeat check. So is a board whose
+//! times their wall-clock value; an idle board is clocked in short bursts
+//! that keep `UPTIME` moving for the host's heartbeat check. So is a board whose
 //! only work is frames waiting for their acknowledgement (the core's
 //! `armed` without `busy`): clocking it at full speed would only run its
 //! retransmission timers, on cores that the peer it waits for needs (3

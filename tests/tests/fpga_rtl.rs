@@ -15,9 +15,8 @@
 //! rtl`, which `scripts/test.sh` runs), named by `FSHMEM_DEVSIM`.
 //!
 //! Sizes. The model runs a few hundred thousand cycles a second on one
-//! core; on
-//! the 2-core machine these jobs take from three to over ten times as long
-//! as on the engine, and this file must add at most about three minutes to
+//! core; on the 2-core machine these jobs take from three to over ten
+//! times as long as on the engine, and this file must add at most about three minutes to
 //! the suite. So coll_check runs its `quick` set (every collective and
 //! team operation, reductions on a few types): at 3 boards it took 95 to
 //! 108 s while devsim clocked a core that only waited for a peer at full

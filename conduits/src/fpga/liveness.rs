@@ -18,9 +18,9 @@ pub(super) struct PeerInfo {
 /// Bit 0 of a state word: the PE finalized.
 pub(super) const STATE_FINALIZED: u64 = 1;
 
-/// [`ActiveMessages::poll`] considers the slow checks every this many calls,
-/// a wait every this many of its yielding steps...
+/// [`ActiveMessages::poll`] considers the slow checks every this many calls...
 pub(super) const POLL_CHECK_CALLS: u32 = 256;
+/// ...a wait every this many of its yielding steps...
 pub(super) const WAIT_CHECK_STEPS: u64 = 16;
 
 /// ...and either runs them when this long has passed since the last time
