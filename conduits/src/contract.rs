@@ -292,6 +292,14 @@ pub trait ActiveMessages: Segments {
 
     /// Serves pending incoming messages and checks peer liveness.
     fn poll(&self) -> Result<()>;
+
+    /// Whether this PE's board runs requests to handlers
+    /// `gasnet_core::handlers::FIRST_COMPUTE..=255` on an on-board compute
+    /// core (`CAPS.COMPUTE`, `spec/registers.md` §4.1) instead of
+    /// delivering them to its host. No conduit but fpga has boards.
+    fn compute_cores(&self) -> bool {
+        false
+    }
 }
 
 /// The bootstrap services of an attached job (`spec/conduit.md` §8): for

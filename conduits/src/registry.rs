@@ -405,6 +405,9 @@ macro_rules! declare_dispatch {
             fn poll(&self) -> Result<()> {
                 match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.poll(), )* }
             }
+            fn compute_cores(&self) -> bool {
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.compute_cores(), )* }
+            }
         }
 
         impl JobBootstrap for AnyConduit {

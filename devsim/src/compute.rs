@@ -14,6 +14,7 @@
 
 use crate::window::Window;
 use gasnet_core::NodeId;
+use gasnet_core::cmd::MAX_TRANSFER;
 use gasnet_core::compute::{ART_NONE, GEMM_ARGS, GEMM_ART_FAILED, GEMM_BAD, GEMM_OK, GEMM_RUN};
 use gasnet_core::engine::Memory;
 use std::collections::VecDeque;
@@ -24,8 +25,10 @@ pub const RESULTS_PER_STEP: usize = 256;
 /// Something the compute core asks the board to do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Put `bytes` into `dst`'s segment at `offset`; report the outcome to
-    /// [`ComputeCore::put_done`] with `id`.
+    /// Put the `len` bytes at `local` in this board's segment into `dst`'s
+    /// segment at `offset` (a segment-path Put: the core has written the
+    /// bytes, and leaves them alone until the put is done); report the
+    /// outcome to [`ComputeCore::put_done`] with `id`.
     Put {
         /// The core's name for the put.
         id: u64,
@@ -33,8 +36,10 @@ pub enum Action {
         dst: NodeId,
         /// Destination segment offset.
         offset: u64,
-        /// The bytes.
-        bytes: Vec<u8>,
+        /// Source: an offset in this board's segment.
+        local: u64,
+        /// Bytes.
+        len: u32,
     },
     /// Send a Short AM reply to `dst`'s host handler.
     Reply {
@@ -64,7 +69,8 @@ pub struct ComputeCtx<'a> {
 pub trait ComputeCore: Send {
     /// A request for handler `handler` (224..=255) arrived from `src`.
     fn request(&mut self, ctx: &mut ComputeCtx<'_>, src: NodeId, handler: u8, args: &[u32]);
-    /// Does a bounded amount of work; returns whether anything happened.
+    /// Does a bounded amount of work; returns whether anything happened
+    /// (not merely waiting for puts).
     fn step(&mut self, ctx: &mut ComputeCtx<'_>) -> bool;
     /// A put the core asked for completed (`ok`) or failed.
     fn put_done(&mut self, ctx: &mut ComputeCtx<'_>, id: u64, ok: bool);
@@ -90,7 +96,6 @@ struct Tile {
     next: usize,
     /// Index of the first result not yet sent by ART.
     art_from: usize,
-    art_buf: Vec<u8>,
     puts_pending: usize,
     status: u32,
 }
@@ -157,7 +162,6 @@ impl GemmCore {
             job,
             next: 0,
             art_from: 0,
-            art_buf: Vec::new(),
             puts_pending: 0,
             status: GEMM_OK,
         })
@@ -174,18 +178,24 @@ impl GemmCore {
         if ready == 0 || (t.art_every > 0 && ready < t.art_every && !force) {
             return;
         }
-        let bytes = std::mem::take(&mut t.art_buf);
-        let offset = t.art_dst + 8 * t.art_from as u64;
+        // One put per run, in pieces a command can carry.
+        let mut from = t.art_from as u64 * 8;
+        let end = t.next as u64 * 8;
         t.art_from = t.next;
-        t.puts_pending += 1;
-        self.next_id += 1;
-        self.art_puts += 1;
-        ctx.actions.push(Action::Put {
-            id: self.next_id,
-            dst: peer,
-            offset,
-            bytes,
-        });
+        while from < end {
+            let len = (end - from).min(MAX_TRANSFER as u64);
+            t.puts_pending += 1;
+            self.next_id += 1;
+            self.art_puts += 1;
+            ctx.actions.push(Action::Put {
+                id: self.next_id,
+                dst: peer,
+                offset: t.art_dst + from,
+                local: t.c + from,
+                len: len as u32,
+            });
+            from += len;
+        }
     }
 
     fn finish_if_done(&mut self, ctx: &mut ComputeCtx<'_>) {
@@ -236,6 +246,7 @@ impl ComputeCore for GemmCore {
         };
         let total = t.m * t.n;
         let mut did = 0;
+        let actions = ctx.actions.len();
         while t.next < total && did < RESULTS_PER_STEP {
             let (i, j) = (t.next / t.n, t.next % t.n);
             let mut s = 0.0;
@@ -246,9 +257,6 @@ impl ComputeCore for GemmCore {
             }
             let bytes = s.to_le_bytes();
             let _ = ctx.mem.write_shared(t.c + 8 * t.next as u64, &bytes);
-            if t.art_peer.is_some() {
-                t.art_buf.extend_from_slice(&bytes);
-            }
             t.next += 1;
             did += 1;
             if t.art_every > 0 && t.next - t.art_from >= t.art_every {
@@ -261,7 +269,8 @@ impl ComputeCore for GemmCore {
             self.flush_art(ctx, true);
             self.finish_if_done(ctx);
         }
-        true
+        // A tile that only waits for its ART puts did nothing.
+        did > 0 || ctx.actions.len() > actions
     }
 
     fn put_done(&mut self, ctx: &mut ComputeCtx<'_>, _id: u64, ok: bool) {

@@ -307,7 +307,13 @@ fn rtl_board(
         impair,
     };
     Ok(Box::new(crate::rtl::RtlBoard::create(
-        dir, node, nodes, window, udp, s,
+        dir,
+        node,
+        nodes,
+        window,
+        udp,
+        s,
+        || Box::new(GemmCore::new()),
     )?))
 }
 

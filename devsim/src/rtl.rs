@@ -59,14 +59,33 @@
 //! `armed` without `busy`): clocking it at full speed would only run its
 //! retransmission timers, on cores that the peer it waits for needs (3
 //! boards' collectives took 5 times as long as 2 boards' that way).
+//!
+//! # The compute kernel
+//!
+//! The core is built with a kernel on its kernel port (`strap_compute`,
+//! so `CAPS.COMPUTE`): requests to handlers 224..=255 leave the core there
+//! and go to a [`ComputeCore`] (devsim's GEMM tile engine), as user logic
+//! beside the core takes them on a board. The kernel reads and writes the
+//! segment directly (a board's kernel has its own memory port) and gives
+//! the core commands of its own through the port: a segment-path Put for
+//! each run of results (Automatic Result Transfer) and a Short reply when
+//! a tile is done. Their completions come back to the kernel, never to the
+//! host's queue; a kernel command that fails is reported on stderr.
 
 use crate::bar::Bar;
 use crate::board::punch;
+use crate::compute::{Action, ComputeCore, ComputeCtx};
 use crate::core::{BoardCore, Doze};
 use crate::link::UdpLink;
+use crate::window::Window;
 use fshmem_hw::{BEAT, Board, BoardConfig, Dram};
-use gasnet_core::cmd::{self, COMPLETION_BYTES, RX_ENTRY_BYTES, ctrl, err, regs};
+use gasnet_core::cmd::{
+    self, AmBody, Args, COMPLETION_BYTES, Common, Completion, Descriptor, Local, PutSource,
+    RX_ENTRY_BYTES, ctrl, err, regs,
+};
 use gasnet_core::impair::{Impair, Impairer};
+use gasnet_core::{Direction, NodeId};
+use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
@@ -292,6 +311,26 @@ pub struct RtlBoard {
     /// The last full batch moved nothing across the core's edges: it
     /// waits for a peer's frame or the tick (see `step`).
     stalled: bool,
+    /// The kernel on the core's kernel port, how to make a fresh one (a
+    /// soft reset drops its work), and its actions not yet submitted.
+    compute: Box<dyn ComputeCore>,
+    new_compute: fn() -> Box<dyn ComputeCore>,
+    actions: Vec<Action>,
+    /// The segment and job as the core holds them once enabled.
+    kernel_cfg: Option<KernelCfg>,
+    /// Tags of the kernel's commands: the next, and the kernel's name for
+    /// each put in flight.
+    kernel_tag: u32,
+    kernel_puts: HashMap<u32, u64>,
+}
+
+/// What the kernel sees of its board, read from the core when it is
+/// enabled.
+#[derive(Clone, Copy, Debug)]
+struct KernelCfg {
+    mem: Window,
+    node: NodeId,
+    nodes: usize,
 }
 
 impl std::fmt::Debug for RtlBoard {
@@ -308,7 +347,8 @@ impl RtlBoard {
     /// Creates the board's files in `dir` (`bar0`, a sparse `bar2` of
     /// `window` bytes rounded up to a power of two, the doze word and wake
     /// socket of `spec/registers.md` §13) and the core behind
-    /// them, node `node` of `nodes`, its links on `udp` (peer table set).
+    /// them, node `node` of `nodes`, its links on `udp` (peer table set),
+    /// with the kernel `new_compute` makes on its kernel port.
     pub fn create(
         dir: &Path,
         node: u16,
@@ -316,6 +356,7 @@ impl RtlBoard {
         window: u64,
         udp: UdpLink,
         s: RtlSettings,
+        new_compute: fn() -> Box<dyn ComputeCore>,
     ) -> Result<RtlBoard, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let window = window.max(1 << 20).next_power_of_two();
@@ -335,6 +376,7 @@ impl RtlBoard {
             rto_max_ticks: RTO_MAX_TICKS,
             peer_timeout_ticks: s.peer_timeout.as_micros().min(u32::MAX as u128) as u32,
             nack_hold_ticks: NACK_HOLD_TICKS,
+            compute: true,
             ..BoardConfig::default()
         };
         let board = Board::new(cfg, Bar2Mem { bar: bar2 })
@@ -362,6 +404,12 @@ impl RtlBoard {
             counters_at: now,
             counters: counter_cells(),
             peer_reported: false,
+            compute: new_compute(),
+            new_compute,
+            actions: Vec::new(),
+            kernel_cfg: None,
+            kernel_tag: 0,
+            kernel_puts: HashMap::new(),
         };
         let sizes = b.load(&[regs::SQ_SIZE, regs::CQ_SIZE, regs::RQ_SIZE]);
         let want = [cmd::SQ_ENTRIES, cmd::CQ_ENTRIES, cmd::RQ_ENTRIES];
@@ -462,6 +510,10 @@ impl RtlBoard {
         self.cq_seen = 0;
         self.rq_seen = 0;
         self.peer_reported = false;
+        self.compute = (self.new_compute)();
+        self.actions.clear();
+        self.kernel_cfg = None;
+        self.kernel_puts.clear();
     }
 
     /// Stores a core register's value into the file: plainly for a
@@ -506,10 +558,20 @@ impl RtlBoard {
         if all {
             let offs: Vec<usize> = IDENTITY.iter().map(|c| c.0).collect();
             let v = self.load(&offs);
-            for (&(off, h), v) in IDENTITY.iter().zip(v) {
+            for (&(off, h), &v) in IDENTITY.iter().zip(&v) {
                 self.put(off, v, h);
             }
             self.uptime_at = now;
+            let reg = |r: usize| IDENTITY.iter().position(|c| c.0 == r).map_or(0, |i| v[i]);
+            let wide = |lo: usize, hi: usize| reg(lo) as u64 | (reg(hi) as u64) << 32;
+            let enabled = fast[7] & ctrl::ENABLE != 0;
+            self.kernel_cfg = self.kernel_view(
+                enabled,
+                wide(regs::SEG_BASE_LO, regs::SEG_BASE_HI),
+                wide(regs::SEG_SIZE_LO, regs::SEG_SIZE_HI),
+                reg(regs::NODE_ID),
+                reg(regs::NODE_COUNT),
+            );
         } else if now.duration_since(self.uptime_at) >= UPTIME_EVERY {
             self.uptime_at = now;
             let v = self.load(&[regs::UPTIME_LO, regs::UPTIME_HI]);
@@ -526,6 +588,126 @@ impl RtlBoard {
                 self.node, fast[4]
             ));
         }
+    }
+
+    /// The kernel's view of an enabled core's configuration: its segment
+    /// as a window on the BAR2 mapping, or nothing while the core is
+    /// disabled or if the segment does not lie in the mapping (the core
+    /// refuses such a configuration when it is enabled).
+    fn kernel_view(
+        &self,
+        enabled: bool,
+        base: u64,
+        size: u64,
+        node: u32,
+        nodes: u32,
+    ) -> Option<KernelCfg> {
+        let bar = &self.board.dram().bar;
+        let end = base.checked_add(size)?;
+        if !enabled || end > bar.len() as u64 {
+            return None;
+        }
+        // SAFETY: base..base + size lies in the BAR2 mapping (checked just
+        // above), which the board owns and keeps mapped for its lifetime;
+        // the window is dropped with the board (or replaced on a reset or
+        // a configuration store), and it reaches the bytes only through
+        // bounds-checked copies and atomics.
+        let mem = unsafe { Window::new(bar.ptr().add(base as usize), size) };
+        Some(KernelCfg {
+            mem,
+            node: node as NodeId,
+            nodes: nodes as usize,
+        })
+    }
+
+    /// The kernel's turn: hands it the requests the core gave the kernel
+    /// port and the completions of its commands, lets it compute, and
+    /// submits the commands it asks for. Returns whether anything happened.
+    fn run_kernel(&mut self) -> bool {
+        let Some(cfg) = self.kernel_cfg else {
+            // Disabled: the core hands out nothing; drop what it did.
+            while self.board.take_kernel_request().is_some() {}
+            while self.board.take_kernel_completion().is_some() {}
+            return false;
+        };
+        let mut did = false;
+        let mut ctx = ComputeCtx {
+            mem: cfg.mem,
+            node: cfg.node,
+            nodes: cfg.nodes,
+            actions: &mut self.actions,
+        };
+        while let Some(r) = self.board.take_kernel_request() {
+            self.compute.request(&mut ctx, r.src, r.handler, &r.args);
+            did = true;
+        }
+        while let Some(e) = self.board.take_kernel_completion() {
+            did = true;
+            let Ok(c) = Completion::decode(&e) else {
+                crate::report(&format!(
+                    "devsim board {} (rtl): the kernel port gave an undecodable completion {e:02x?}",
+                    self.node
+                ));
+                continue;
+            };
+            match self.kernel_puts.remove(&c.tag) {
+                Some(id) => self.compute.put_done(&mut ctx, id, c.status.is_ok()),
+                None if !c.status.is_ok() => crate::report(&format!(
+                    "devsim board {} (rtl): the compute kernel's command (opcode {:#04x}) to                      board {} failed: {} (detail {})",
+                    self.node, c.opcode, c.target, c.status, c.detail
+                )),
+                None => {}
+            }
+        }
+        if self.compute.busy() {
+            did |= self.compute.step(&mut ctx);
+        }
+        for a in std::mem::take(&mut self.actions) {
+            self.kernel_tag = self.kernel_tag.wrapping_add(1);
+            let tag = self.kernel_tag;
+            let d = match a {
+                Action::Put {
+                    id,
+                    dst,
+                    offset,
+                    local,
+                    len,
+                } => {
+                    self.kernel_puts.insert(tag, id);
+                    Descriptor::Put {
+                        common: Common {
+                            tag,
+                            completion: true,
+                            fence_before: false,
+                        },
+                        target: dst,
+                        remote: offset,
+                        source: PutSource::Local {
+                            addr: Local::Segment(local),
+                            len,
+                        },
+                    }
+                }
+                Action::Reply { dst, handler, args } => Descriptor::Am {
+                    common: Common {
+                        tag,
+                        completion: false,
+                        fence_before: false,
+                    },
+                    target: dst,
+                    direction: Direction::Reply,
+                    handler,
+                    args: Args::new(&args[..args.len().min(gasnet_core::MAX_ARGS)])
+                        .unwrap_or_default(),
+                    body: AmBody::Short,
+                },
+            };
+            let enc = cmd::encode_slots(&d);
+            let slots = enc.as_slots();
+            self.board.submit_kernel(&slots[0], slots.get(1));
+            did = true;
+        }
+        did
     }
 
     /// Copies the completion entries the core wrote up to `tail` into the
@@ -665,6 +847,7 @@ impl BoardCore for RtlBoard {
     fn step(&mut self) -> bool {
         let mut progress = self.take_host_stores();
         progress |= self.link_in();
+        progress |= self.run_kernel();
         if progress || self.busy() && !self.stalled {
             self.clock(BATCH);
             self.publish(false);

@@ -11,6 +11,9 @@
 //   GET_REPLY          payload written where the piece said; settled after the last fragment
 //   other handlers     a receive entry for the host (Medium payload in the slot's
 //                      bounce buffer, Long payload in the segment)
+//   compute handlers   with a kernel on the kernel port (compute): requests to
+//                      handlers 224..255 go to the kernel (kam_*), their payload
+//                      unused, once earlier writes are committed
 //
 // A PUT's ACK to another node is pushed to the response sequencer as the
 // frame is taken, marked held: it is built and queued for the link at once
@@ -45,6 +48,7 @@ module fs_dispatch #(
     input  wire [63:0]       seg_base,
     input  wire [63:0]       seg_size,
     input  wire [63:0]       rx_bounce,
+    input  wire              compute,     // a kernel takes requests to handlers 224..255
     // Frame sources: 0, 1 link ports; 2 loopback requests; 3 loopback responses.
     input  wire [3:0]        fi_valid,
     output wire [3:0]        fi_ready,
@@ -78,6 +82,13 @@ module fs_dispatch #(
     output wire [1023:0]     rq_wdata,
     output wire              ev_rq,
     output wire              rq_stall,
+    // Requests for the kernel (valid until ready).
+    output wire              kam_valid,
+    input  wire              kam_ready,
+    output wire [15:0]       kam_src,
+    output wire [7:0]        kam_handler,
+    output wire [4:0]        kam_nargs,
+    output wire [511:0]      kam_args,
     output reg               ev_bad_packet,
     output reg               ev_bad_port,
     output wire              idle,
@@ -110,20 +121,26 @@ module fs_dispatch #(
     localparam integer B = DW / 8;
     // Classes of frame.
     localparam [3:0] C_DROP = 4'd0, C_PUT = 4'd1, C_GET = 4'd2, C_AMO = 4'd3, C_PING = 4'd4,
-                     C_ACK = 4'd5, C_GREP = 4'd6, C_AREP = 4'd7, C_BADREP = 4'd8, C_USER = 4'd9;
+                     C_ACK = 4'd5, C_GREP = 4'd6, C_AREP = 4'd7, C_BADREP = 4'd8, C_USER = 4'd9,
+                     C_KERN = 4'd10;
 
     function engine_owned(input [7:0] h);
         engine_owned = h == 8'd0 || h == `H_PUT || h == `H_GET || h == `H_GET_REPLY ||
                        h == `H_AMO || h == `H_AMO_REPLY || h == `H_ACK || h == `H_PING;
     endfunction
 
+    // A request the kernel takes (handlers 224..255, spec/registers.md 4.1).
+    function kernel_req(input on, input reply, input [7:0] h);
+        kernel_req = on && !reply && h >= 8'd224;
+    endfunction
+
     // What a frame may produce: {a segment write by a request, a receive
     // entry, a response}.
-    function [2:0] needs(input reply, input [7:0] h, input last, input long);
+    function [2:0] needs(input reply, input [7:0] h, input last, input long, input kern);
         begin
             needs[0] = !reply && (h == `H_PUT || h == `H_GET || h == `H_AMO || h == `H_PING);
-            needs[1] = !engine_owned(h) && last;
-            needs[2] = (!reply && (h == `H_PUT || h == `H_AMO)) || (!engine_owned(h) && long);
+            needs[1] = !engine_owned(h) && last && !kern;
+            needs[2] = (!reply && (h == `H_PUT || h == `H_AMO)) || (!engine_owned(h) && long && !kern);
         end
     endfunction
 
@@ -148,7 +165,7 @@ module fs_dispatch #(
     // ---- frame selection -----------------------------------------------------------
     localparam [3:0] S_PICK = 4'd0, S_BEATS = 4'd1, S_DRAIN = 4'd2, S_AR = 4'd3, S_R = 4'd4,
                      S_AW = 4'd5, S_FIN = 4'd6, S_SETTLE = 4'd7, S_RQ = 4'd8,
-                     S_AWAIT = 4'd10, S_AFEED = 4'd11;
+                     S_AWAIT = 4'd10, S_AFEED = 4'd11, S_KAM = 4'd12;
     reg [3:0]  st;
     reg [1:0]  rr, sel;
     wire [3:0] elig, want_rq;
@@ -159,7 +176,8 @@ module fs_dispatch #(
         wire [`FIW-1:0] fe = fi_data[e*`FIW +: `FIW];   // type, handler and lengths used
         /* verilator lint_on UNUSEDSIGNAL */
         wire last_e = {1'b0, fe[`FI_FOFF]} + {1'b0, fe[`FI_PLEN]} == {1'b0, fe[`FI_TOTAL]};
-        wire [2:0] nd = needs(fe[4], fe[`FI_HANDLER], last_e, fe[1:0] == 2'd3);
+        wire [2:0] nd = needs(fe[4], fe[`FI_HANDLER], last_e, fe[1:0] == 2'd3,
+                              kernel_req(compute, fe[4], fe[`FI_HANDLER]));
         assign elig[e]    = fi_valid[e] && (!nd[0] || resp_room) && (!nd[1] || !rq_full)
                             && (!nd[2] || reads_owed == 4'd0);
         assign want_rq[e] = fi_valid[e] && nd[1] && rq_full;
@@ -229,6 +247,7 @@ module fs_dispatch #(
             if (f_h == `H_PUT || f_h == `H_GET || f_h == `H_AMO || f_h == `H_PING)
                 cls = a0 == 32'd0 ? C_DROP       // no token (arguments past nargs are 0)
                     : f_h == `H_PUT ? C_PUT : f_h == `H_GET ? C_GET : f_h == `H_AMO ? C_AMO : C_PING;
+            else if (kernel_req(compute, 1'b0, f_h)) cls = C_KERN;
             else if (!engine_owned(f_h)) cls = C_USER;
         end else begin
             if (f_h == `H_ACK)
@@ -268,6 +287,7 @@ module fs_dispatch #(
                     w_addr = seg_base[AW-1:0] + f_off[AW-1:0] + {{(AW-17){1'b0}}, f_foff};
                 end
             end
+            C_KERN: bad_user = f_foff != 17'd0 || f_plen != f_total;
             default: ;
         endcase
     end
@@ -402,13 +422,21 @@ module fs_dispatch #(
     assign ev_rq    = rq_we;
     assign rq_stall = |want_rq;
 
+    // A request for the kernel, once its frame is consumed and earlier
+    // writes are committed.
+    assign kam_valid   = st == S_KAM;
+    assign kam_src     = f_src;
+    assign kam_handler = f_h;
+    assign kam_nargs   = f_nargs;
+    assign kam_args    = fv[`FI_ARGS];
+
     // ---- the frame state machine ---------------------------------------------------------
     // Frames whose outcome must wait for their (and earlier) writes.
     reg need_drain;
     always @* begin
         case (cls)
             C_PUT, C_GREP, C_USER: need_drain = f_last;
-            C_GET, C_AMO, C_PING: need_drain = 1'b1;
+            C_GET, C_AMO, C_PING, C_KERN: need_drain = 1'b1;
             default: need_drain = 1'b0;
         endcase
     end
@@ -538,6 +566,7 @@ module fs_dispatch #(
                             end
                             C_GREP: st <= S_SETTLE;
                             C_USER: st <= bad_user ? S_FIN : S_RQ;
+                            C_KERN: st <= bad_user ? S_FIN : S_KAM;
                             default: st <= S_FIN;
                         endcase
                     end
@@ -574,6 +603,7 @@ module fs_dispatch #(
                         st <= S_FIN;
                     end
                 end
+                S_KAM: if (kam_ready) st <= S_FIN;
                 S_RQ: begin
                     rq_tail <= rq_tail + 6'd1;
                     if (rq_tail == 6'd63) rq_phase <= ~rq_phase;

@@ -32,6 +32,7 @@ module fs_regs #(
     input  wire [1:0]    link_present,
     input  wire [15:0]   link_rate,     // {port1, port0} Gbit/s
     input  wire [31:0]   link_peer,     // {port1, port0} node ids
+    input  wire          strap_compute, // a compute kernel sits on the kernel port (CAPS.COMPUTE)
     // Configuration and control, to the core.
     output wire          srst,
     output reg           enabled,
@@ -278,7 +279,7 @@ module fs_regs #(
         case (a)
             R_MAGIC:      rv = MAGIC;
             R_VERSION:    rv = VERSION;
-            R_CAPS:       rv = CAPS;
+            R_CAPS:       rv = CAPS | {30'd0, strap_compute, 1'b0};
             R_BUILD:      rv = BUILD_ID;
             R_NODE_ID:    rv = {16'd0, node_id};
             R_NODE_COUNT: rv = {15'd0, node_count};

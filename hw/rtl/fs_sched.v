@@ -15,6 +15,10 @@
 // FENCE_BEFORE wait until no command slot is in use. Disabling the core
 // aborts every command in a slot; pieces to a peer the link declared dead
 // settle with status Timeout.
+//
+// Descriptors come from the host's command queue or from the kernel port
+// (d_src); both share the slots, the checks and the fences, and each
+// completion record leaves marked with its source (c_src).
 `default_nettype none
 `include "fs_defs.vh"
 
@@ -36,6 +40,7 @@ module fs_sched #(
     input  wire [511:0]         d_head,
     input  wire [511:0]         d_cont,
     input  wire [7:0]           d_index,
+    input  wire                 d_src,      // 0: the host's queue, 1: the kernel port
     // Packet jobs to the AM sequencer.
     output wire                 j_valid,
     input  wire                 j_ready,
@@ -62,6 +67,7 @@ module fs_sched #(
     output wire                 c_valid,
     input  wire                 c_ready,
     output wire [`CW-1:0]       c_data,
+    output wire                 c_src,      // the record's command came from the kernel port
     output wire                 cnt_cmd,
     output wire                 cnt_err,
     output wire                 idle
@@ -103,6 +109,7 @@ module fs_sched #(
     reg  [7:0]      c_op    [0:CMDS-1];
     reg  [15:0]     c_tgt   [0:CMDS-1];
     reg  [7:0]      c_idx   [0:CMDS-1];
+    reg             c_from  [0:CMDS-1];
     reg  [31:0]     c_bytes [0:CMDS-1];
     reg  [7:0]      c_st    [0:CMDS-1];
     reg  [31:0]     c_det   [0:CMDS-1];
@@ -348,6 +355,7 @@ module fs_sched #(
     end
     assign c_valid = (fin_any && fin_cq) || (!fin_any && imm_fire && (imm_st != `ST_OK || dec_flags[0]));
     assign c_data  = rec;
+    assign c_src   = fin_any ? c_from[fin_slot] : d_src;
     assign cnt_cmd = fin_fire || imm_fire;
     assign cnt_err = (fin_fire && !fin_ok) || (imm_fire && imm_st != `ST_OK);
     assign idle    = !any_active && !d_valid && ist == I_IDLE;
@@ -363,7 +371,7 @@ module fs_sched #(
             for (i = 0; i < CMDS; i = i + 1) begin
                 cv[i] <= 1'b0; c_iss[i] <= 1'b0; c_gen[i] <= 1'b0; c_cmpl[i] <= 1'b0;
                 c_pend[i] <= 6'd0; c_tag[i] <= 32'd0; c_op[i] <= 8'd0; c_tgt[i] <= 16'd0;
-                c_idx[i] <= 8'd0; c_bytes[i] <= 32'd0; c_st[i] <= 8'd0; c_det[i] <= 32'd0;
+                c_idx[i] <= 8'd0; c_from[i] <= 1'b0; c_bytes[i] <= 32'd0; c_st[i] <= 8'd0; c_det[i] <= 32'd0;
                 c_val[i] <= 64'd0;
             end
             for (i = 0; i < PIECES; i = i + 1) begin
@@ -383,6 +391,7 @@ module fs_sched #(
                 c_op[free_slot]    <= dec_op;
                 c_tgt[free_slot]   <= dec_target;
                 c_idx[free_slot]   <= d_index;
+                c_from[free_slot]  <= d_src;
                 c_bytes[free_slot] <= is_amo ? 32'd0 : dec_len;
                 c_st[free_slot]    <= `ST_OK;
                 c_det[free_slot]   <= 32'd0;

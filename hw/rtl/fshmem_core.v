@@ -17,6 +17,17 @@
 //                    one spec/wire.md frame per packet (tlast), tkeep per byte;
 //                    the receive side is always ready and registered at the edge
 //   link_*           port status from the PHY (up, module present, rate, peer)
+//   strap_compute    a compute kernel sits on the kernel port (CAPS.COMPUTE)
+//   kam_*, kcmd_*, kc_*  the kernel port, for user logic beside the core (a
+//                    compute kernel such as a GEMM tile engine): requests to
+//                    handlers 224..255 out (kam_*, with strap_compute); command
+//                    descriptors in, in the command queue's slot format
+//                    (kcmd_*: a descriptor and, for a chained AM, its
+//                    continuation; valid held until ready); their completion
+//                    entries out (kc_*: bytes 0..25 of a completion entry, no
+//                    phase). The kernel reaches board memory through its own
+//                    port of the shell and writes what a command reads before
+//                    it submits the command.
 //   busy             some work is in progress (simulation: keep clocking)
 //   armed            frames wait for their acknowledgement and only the tick
 //                    moves their timers (simulation: clock as the tick comes)
@@ -120,6 +131,21 @@ module fshmem_core #(
     input  wire [1:0]      link_present,
     input  wire [15:0]     link_rate,
     input  wire [31:0]     link_peer,
+    // Kernel port.
+    input  wire            strap_compute,
+    output wire            kam_valid,
+    input  wire            kam_ready,
+    output wire [15:0]     kam_src,
+    output wire [7:0]      kam_handler,
+    output wire [4:0]      kam_nargs,
+    output wire [511:0]    kam_args,
+    input  wire            kcmd_valid,
+    output wire            kcmd_ready,
+    input  wire [511:0]    kcmd_desc,
+    input  wire [511:0]    kcmd_cont,
+    output wire            kc_valid,
+    input  wire            kc_ready,
+    output wire [207:0]    kc_entry,
     output wire            busy,
     output wire            armed
 );
@@ -166,7 +192,7 @@ module fshmem_core #(
         .bar0_wdata(bar0_wdata), .bar0_rvalid(bar0_rvalid), .bar0_rdata(bar0_rdata),
         .strap_node_id(strap_node_id), .strap_node_count(strap_node_count),
         .window_size(strap_window_size), .link_up(link_up), .link_present(link_present),
-        .link_rate(link_rate), .link_peer(link_peer),
+        .link_rate(link_rate), .link_peer(link_peer), .strap_compute(strap_compute),
         .srst(srst), .enabled(enabled), .node_id(node_id), .node_count(node_count),
         .seg_base(seg_base), .seg_size(seg_size), .rx_bounce(rx_bounce),
         .sq_tail(sq_tail), .sq_tail_nx(sq_tail_nx), .sq_head(sq_head), .cq_head(cq_head), .cq_tail(cq_tail),
@@ -215,6 +241,26 @@ module fshmem_core #(
         .d_valid(d_valid), .d_ready(d_ready), .d_head(d_head), .d_cont(d_cont), .d_index(d_index)
     );
 
+    // Two sources of descriptors, the host's queue and the kernel port, in
+    // turn when both wait. A source presented to the scheduler stays
+    // selected until its descriptor is taken (a Put issued in pieces is
+    // decoded from it for many cycles).
+    reg  m_lock, m_lock_k, k_turn;
+    wire m_ready;
+    wire take_k  = m_lock ? m_lock_k : kcmd_valid && (!d_valid || k_turn);
+    wire m_valid = take_k ? kcmd_valid : d_valid;
+    assign d_ready    = m_ready && !take_k;
+    assign kcmd_ready = m_ready && take_k;
+    always @(posedge clk) begin
+        if (crst) begin
+            m_lock <= 1'b0; m_lock_k <= 1'b0; k_turn <= 1'b0;
+        end else begin
+            m_lock   <= m_valid && !m_ready;
+            m_lock_k <= take_k;
+            if (m_valid && m_ready) k_turn <= !take_k;
+        end
+    end
+
     wire [MAX_NODES-1:0] dead;
     wire           j_valid, j_ready, n_valid, n_ready, s_valid, s_ready, s_has_value;
     wire [`JW-1:0] j_data;
@@ -225,26 +271,31 @@ module fshmem_core #(
     wire [1:0]     lk_kind;
     wire [63:0]    lk_local, s_value;
     wire [16:0]    lk_len;
-    wire           c_valid, c_ready, sched_idle;
+    wire           c_valid, c_ready, c_src, cq_in_ready, sched_idle;
     wire [`CW-1:0] c_data;
 
     fs_sched #(.CMDS(CMDS), .PIECES(PIECES), .MAX_NODES(MAX_NODES)) sched (
         .clk(clk), .rst(crst), .enabled(enabled), .node_count(node_count),
         .seg_base(seg_base), .seg_size(seg_size), .dead(dead),
-        .d_valid(d_valid), .d_ready(d_ready), .d_head(d_head), .d_cont(d_cont), .d_index(d_index),
+        .d_valid(m_valid), .d_ready(m_ready), .d_head(take_k ? kcmd_desc : d_head),
+        .d_cont(take_k ? kcmd_cont : d_cont), .d_index(take_k ? 8'd0 : d_index), .d_src(take_k),
         .j_valid(j_valid), .j_ready(j_ready), .j_data(j_data),
         .n_valid(n_valid), .n_ready(n_ready), .n_note(n_note),
         .lk_token(lk_token), .lk_hit(lk_hit), .lk_peer(lk_peer), .lk_kind(lk_kind),
         .lk_local(lk_local), .lk_len(lk_len),
         .s_valid(s_valid), .s_ready(s_ready), .s_token(s_token), .s_code(s_code),
         .s_value(s_value), .s_has_value(s_has_value),
-        .c_valid(c_valid), .c_ready(c_ready), .c_data(c_data),
+        .c_valid(c_valid), .c_ready(c_ready), .c_data(c_data), .c_src(c_src),
         .cnt_cmd(cnt_cmd), .cnt_err(cnt_err), .idle(sched_idle)
     );
     assign st_idle = sched_idle && sq_head == sq_tail;
 
+    // Completions of the kernel's commands go back to the kernel port.
+    assign c_ready  = c_src ? kc_ready : cq_in_ready;
+    assign kc_valid = c_valid && c_src;
+    assign kc_entry = c_data;
     fs_cq_writer cqw (
-        .clk(clk), .rst(crst), .in_valid(c_valid), .in_ready(c_ready), .in_data(c_data),
+        .clk(clk), .rst(crst), .in_valid(c_valid && !c_src), .in_ready(cq_in_ready), .in_data(c_data),
         .cq_head(cq_head), .cq_tail(cq_tail), .cq_we(cq_we), .cq_widx(cq_widx),
         .cq_wdata(cq_wdata), .ev_cq(ev_cq), .stall(cq_stall)
     );
@@ -439,7 +490,7 @@ module fshmem_core #(
 
     fs_dispatch #(.DW(DW), .AW(AW), .IDW(1), .ID(1'b0)) disp (
         .clk(clk), .rst(crst), .node_id(node_id), .seg_base(seg_base), .seg_size(seg_size),
-        .rx_bounce(rx_bounce),
+        .rx_bounce(rx_bounce), .compute(strap_compute),
         .fi_valid(fi_valid), .fi_ready(fi_ready), .fi_data(fi_data),
         .bt_valid(bt_valid), .bt_ready(bt_ready), .bt_data(bt_data),
         .r_valid(r_valid), .r_ready(r_ready), .r_data(r_data), .held_go(resp_release),
@@ -448,7 +499,9 @@ module fshmem_core #(
         .s_valid(s_valid), .s_ready(s_ready), .s_token(s_token), .s_code(s_code),
         .s_value(s_value), .s_has_value(s_has_value),
         .rq_head(rq_head), .rq_tail(rq_tail), .rq_we(rq_we), .rq_widx(rq_widx), .rq_wdata(rq_wdata),
-        .ev_rq(ev_rq), .rq_stall(rq_stall), .ev_bad_packet(ev_bad_packet), .ev_bad_port(ev_bad_port),
+        .ev_rq(ev_rq), .rq_stall(rq_stall),
+        .kam_valid(kam_valid), .kam_ready(kam_ready), .kam_src(kam_src), .kam_handler(kam_handler),
+        .kam_nargs(kam_nargs), .kam_args(kam_args), .ev_bad_packet(ev_bad_packet), .ev_bad_port(ev_bad_port),
         .idle(disp_idle), .mem_err(mem_err), .reply_read(bld_rd_done[0]),
         .m_awvalid(m_axi_awvalid), .m_awready(m_axi_awready), .m_awaddr(m_axi_awaddr),
         .m_awlen(m_axi_awlen), .m_awid(m_axi_awid[0]),
@@ -488,7 +541,7 @@ module fshmem_core #(
         .m_rready(m_axi_rready), .m_rid(m_axi_rid)
     );
 
-    assign busy = srst || |rxr_valid || !sched_idle || d_valid || sq_head != sq_tail && enabled
+    assign busy = srst || |rxr_valid || !sched_idle || d_valid || kcmd_valid || sq_head != sq_tail && enabled
                || bld_idle != 2'b11
                || tx_busy || nack_owed || !disp_idle || |fi_valid || c_valid || n_valid || s_valid;
 endmodule

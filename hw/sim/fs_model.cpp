@@ -98,6 +98,16 @@ extern "C" void fs_model_step(fs_model *m, const fs_in *in, fs_out *out) {
     t->link_present = in->link_present;
     t->link_rate = in->link_rate;
     t->link_peer = in->link_peer;
+    t->strap_compute = in->strap_compute;
+    t->kcmd_valid = in->kcmd_valid;
+    t->kam_ready = in->kam_ready;
+    t->kc_ready = in->kc_ready;
+    if (in->kcmd_valid) {
+        for (int i = 0; i < 16; i++) {
+            t->kcmd_desc[i] = in->kcmd_desc[i];
+            t->kcmd_cont[i] = in->kcmd_cont[i];
+        }
+    }
 
     t->clk = 0;
     t->eval();
@@ -129,6 +139,18 @@ extern "C" void fs_model_step(fs_model *m, const fs_in *in, fs_out *out) {
     out->tx_keep[1] = t->link1_tx_tkeep;
     from_wide(out->tx_data[0], t->link0_tx_tdata);
     from_wide(out->tx_data[1], t->link1_tx_tdata);
+    out->kam_valid = t->kam_valid;
+    out->kcmd_ready = t->kcmd_ready;
+    out->kc_valid = t->kc_valid;
+    if (t->kam_valid) {
+        out->kam_src = t->kam_src;
+        out->kam_handler = t->kam_handler;
+        out->kam_nargs = t->kam_nargs;
+        for (int i = 0; i < 16; i++) out->kam_args[i] = t->kam_args[i];
+    }
+    if (t->kc_valid) {
+        for (int i = 0; i < 7; i++) out->kc_entry[i] = t->kc_entry[i];
+    }
 
     t->clk = 1;
     t->eval();

@@ -49,6 +49,14 @@ typedef struct {
     uint8_t link_present;
     uint8_t rdata[FS_BEAT];
     uint8_t rx_data[2][FS_BEAT];
+    /* The kernel port: descriptor words (bits 31:0 first), read only while
+     * kcmd_valid. */
+    uint32_t kcmd_desc[16];
+    uint32_t kcmd_cont[16];
+    uint8_t strap_compute;
+    uint8_t kcmd_valid;
+    uint8_t kam_ready;
+    uint8_t kc_ready;
 } fs_in;
 
 typedef struct {
@@ -75,6 +83,16 @@ typedef struct {
     uint8_t tx_last[2];
     uint8_t wdata[FS_BEAT];
     uint8_t tx_data[2][FS_BEAT];
+    /* The kernel port: kam_args is written only while kam_valid, kc_entry
+     * only while kc_valid. */
+    uint32_t kam_args[16];
+    uint32_t kc_entry[7];
+    uint16_t kam_src;
+    uint8_t kam_valid;
+    uint8_t kam_handler;
+    uint8_t kam_nargs;
+    uint8_t kcmd_ready;
+    uint8_t kc_valid;
 } fs_out;
 
 typedef struct fs_model fs_model;

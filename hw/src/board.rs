@@ -34,6 +34,10 @@ pub struct BoardConfig {
     pub ack_delay_cycles: u16,
     /// Ticks between two NACKs to one peer.
     pub nack_hold_ticks: u16,
+    /// A compute kernel sits on the kernel port (`strap_compute`: the
+    /// core reports `CAPS.COMPUTE` and hands requests to handlers
+    /// 224..=255 to [`Board::take_kernel_request`] instead of the host).
+    pub compute: bool,
 }
 
 impl Default for BoardConfig {
@@ -52,6 +56,7 @@ impl Default for BoardConfig {
             peer_timeout_ticks: 10_000_000,
             ack_delay_cycles: 64,
             nack_hold_ticks: 5,
+            compute: false,
         }
     }
 }
@@ -76,6 +81,18 @@ pub enum Event {
     Msi,
 }
 
+/// A request the core handed to the kernel port: an active message to a
+/// compute handler (224..=255), its payload unused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelRequest {
+    /// The requesting node.
+    pub src: u16,
+    /// The handler index.
+    pub handler: u8,
+    /// The arguments.
+    pub args: Vec<u32>,
+}
+
 /// A core with its memory and ports. See the [module docs](self).
 pub struct Board<D: Dram> {
     core: Core,
@@ -96,6 +113,11 @@ pub struct Board<D: Dram> {
     /// frames ended.
     tx_order: std::collections::VecDeque<usize>,
     rx_mid: [bool; 2],
+    /// The kernel port: descriptors (and continuations) waiting to be
+    /// taken, requests and completion entries the core handed out.
+    kcmd: std::collections::VecDeque<([u32; 16], [u32; 16])>,
+    kreq: std::collections::VecDeque<KernelRequest>,
+    kdone: std::collections::VecDeque<[u8; 32]>,
 }
 
 impl<D: Dram> std::fmt::Debug for Board<D> {
@@ -129,6 +151,9 @@ impl<D: Dram> Board<D> {
             tx_mid: [false; 2],
             tx_order: std::collections::VecDeque::new(),
             rx_mid: [false; 2],
+            kcmd: Default::default(),
+            kreq: Default::default(),
+            kdone: Default::default(),
         };
         b.inp.strap_node_id = cfg.node;
         b.inp.strap_node_count = cfg.nodes as u32;
@@ -145,6 +170,9 @@ impl<D: Dram> Board<D> {
         let me = cfg.node as u32;
         b.inp.link_peer = ((me + 1) % n) | (((me + n - 1) % n) << 16);
         b.inp.tx_ready = [1, 1];
+        b.inp.strap_compute = u8::from(cfg.compute);
+        b.inp.kam_ready = 1;
+        b.inp.kc_ready = 1;
         b.inp.rst_n = 0;
         b.cycle();
         b.cycle();
@@ -212,6 +240,7 @@ impl<D: Dram> Board<D> {
             || self.rx.iter().any(|r| r.pending() > 0)
             || self.tx.iter().any(TxCollector::is_active)
             || !self.mem.is_idle()
+            || !self.kcmd.is_empty()
     }
 
     /// Whether frames wait for their acknowledgement (the core's `armed`).
@@ -226,6 +255,39 @@ impl<D: Dram> Board<D> {
     /// or the tick.
     pub fn activity(&self) -> u64 {
         self.moved
+    }
+
+    /// Queues a command from the kernel port: one descriptor slot in the
+    /// command queue's format (`spec/registers.md` section 7), or a chained
+    /// AM's head and continuation. Its completion entry, if it writes one,
+    /// comes back through [`Board::take_kernel_completion`], never the
+    /// host's completion queue.
+    pub fn submit_kernel(&mut self, head: &[u8; 64], cont: Option<&[u8; 64]>) {
+        let words = |s: &[u8; 64]| {
+            let mut w = [0u32; 16];
+            for (i, x) in w.iter_mut().enumerate() {
+                *x = u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
+            }
+            w
+        };
+        self.kcmd
+            .push_back((words(head), cont.map(words).unwrap_or([0; 16])));
+    }
+
+    /// Commands from the kernel port not yet taken by the core.
+    pub fn kernel_commands_waiting(&self) -> usize {
+        self.kcmd.len()
+    }
+
+    /// The next request the core handed to the kernel port.
+    pub fn take_kernel_request(&mut self) -> Option<KernelRequest> {
+        self.kreq.pop_front()
+    }
+
+    /// The next completion entry of a kernel command (bytes 0..25 of a
+    /// completion entry; the phase byte is 0).
+    pub fn take_kernel_completion(&mut self) -> Option<[u8; 32]> {
+        self.kdone.pop_front()
     }
 
     /// MSI pulses seen so far.
@@ -276,7 +338,16 @@ impl<D: Dram> Board<D> {
                 }
             }
         }
+        match self.kcmd.front() {
+            Some(&(head, cont)) => {
+                self.inp.kcmd_valid = 1;
+                self.inp.kcmd_desc = head;
+                self.inp.kcmd_cont = cont;
+            }
+            None => self.inp.kcmd_valid = 0,
+        }
         self.out = self.core.step(&self.inp);
+        let kernel = self.kernel_port();
         let open = !self.mem.is_idle();
         self.mem.observe(&mut self.dram, &self.inp, &self.out);
         let moved = open
@@ -284,6 +355,7 @@ impl<D: Dram> Board<D> {
             || self.out.arvalid == 1
             || self.out.wvalid == 1
             || self.out.msi == 1
+            || kernel
             || (0..2).any(|p| self.inp.rx_valid[p] == 1 || self.out.tx_valid[p] == 1);
         self.moved += u64::from(moved);
         if self.trace.is_some() {
@@ -325,6 +397,36 @@ impl<D: Dram> Board<D> {
             self.note(Event::Msi);
         }
         self.cycle += 1;
+    }
+
+    /// Handshakes of this cycle on the kernel port (its `kam_ready` and
+    /// `kc_ready` are always 1). Returns whether anything crossed it.
+    fn kernel_port(&mut self) -> bool {
+        let mut any = false;
+        if self.inp.kcmd_valid == 1 && self.out.kcmd_ready == 1 {
+            self.kcmd.pop_front();
+            any = true;
+        }
+        if self.out.kam_valid == 1 {
+            let n = (self.out.kam_nargs as usize).min(16);
+            self.kreq.push_back(KernelRequest {
+                src: self.out.kam_src,
+                handler: self.out.kam_handler,
+                args: self.out.kam_args[..n].to_vec(),
+            });
+            any = true;
+        }
+        if self.out.kc_valid == 1 {
+            let mut e = [0u8; 32];
+            for (i, w) in self.out.kc_entry.iter().enumerate() {
+                e[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+            }
+            // Bits 207:0 are the entry's bytes 0..25.
+            e[26..].fill(0);
+            self.kdone.push_back(e);
+            any = true;
+        }
+        any
     }
 
     /// A 32-bit BAR0 store (one cycle).

@@ -32,7 +32,7 @@ mod model;
 pub mod sim;
 
 #[cfg(feature = "verilator")]
-pub use board::{Board, BoardConfig, Event};
+pub use board::{Board, BoardConfig, Event, KernelRequest};
 pub use memory::Dram;
 #[cfg(feature = "verilator")]
 pub use model::{Core, ModelError};

@@ -76,6 +76,18 @@ pub struct Inputs {
     pub rdata: [u8; BEAT],
     /// `linkN_rx_tdata`, byte lane 0 first.
     pub rx_data: [[u8; BEAT]; 2],
+    /// `kcmd_desc`: a descriptor slot, bits 31:0 first (read while `kcmd_valid`).
+    pub kcmd_desc: [u32; 16],
+    /// `kcmd_cont`: a chained AM's continuation slot.
+    pub kcmd_cont: [u32; 16],
+    /// `strap_compute`: a kernel sits on the kernel port.
+    pub strap_compute: u8,
+    /// `kcmd_valid`.
+    pub kcmd_valid: u8,
+    /// `kam_ready`.
+    pub kam_ready: u8,
+    /// `kc_ready`.
+    pub kc_ready: u8,
 }
 
 /// The top's outputs in a cycle, sampled before its clock edge.
@@ -128,4 +140,21 @@ pub struct Outputs {
     pub wdata: [u8; BEAT],
     /// `linkN_tx_tdata`, byte lane 0 first.
     pub tx_data: [[u8; BEAT]; 2],
+    /// `kam_args`: argument `i` in word `i` (written while `kam_valid`).
+    pub kam_args: [u32; 16],
+    /// `kc_entry`: bytes 0..25 of a completion entry as words, bits 31:0
+    /// first (written while `kc_valid`).
+    pub kc_entry: [u32; 7],
+    /// `kam_src` (written while `kam_valid`).
+    pub kam_src: u16,
+    /// `kam_valid`: a request for the kernel.
+    pub kam_valid: u8,
+    /// `kam_handler`.
+    pub kam_handler: u8,
+    /// `kam_nargs`.
+    pub kam_nargs: u8,
+    /// `kcmd_ready`: the descriptor on `kcmd_*` is taken this cycle.
+    pub kcmd_ready: u8,
+    /// `kc_valid`: a completion for the kernel.
+    pub kc_valid: u8,
 }

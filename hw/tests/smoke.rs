@@ -7,7 +7,7 @@ mod common;
 use common::{Host, Net};
 use fshmem_hw::BoardConfig;
 use gasnet_core::cmd::{self, Common, Descriptor, Inline, Local, PutSource, Status};
-use gasnet_core::{AmoOp, AmoWidth};
+use gasnet_core::{AmoOp, AmoWidth, Direction};
 
 fn c(tag: u32) -> Common {
     Common {
@@ -431,4 +431,121 @@ fn a_core_waiting_for_its_peer_moves_nothing_and_is_armed_until_acknowledged() {
     let cq = net.hosts[0].poll_cq().expect("the get completes");
     assert_eq!((cq.tag, cq.status), (1, Status::Ok));
     assert_eq!(net.hosts[0].seg(0x10, 16), b"sixteen bytes!!!");
+}
+
+fn short_am(tag: u32, target: u16, direction: Direction, handler: u8, args: &[u32]) -> [u8; 64] {
+    cmd::encode(&Descriptor::Am {
+        common: c(tag),
+        target,
+        direction,
+        handler,
+        args: cmd::Args::new(args).unwrap(),
+        body: cmd::AmBody::Short,
+    })
+}
+
+#[test]
+fn the_kernel_port_takes_compute_requests_and_issues_commands_of_its_own() {
+    let cfg = BoardConfig {
+        compute: true,
+        ..BoardConfig::default()
+    };
+    let mut net = Net::new(2, cfg, 10);
+    assert_eq!(
+        net.hosts[1].board.read32(cmd::regs::CAPS) & cmd::caps::COMPUTE,
+        cmd::caps::COMPUTE
+    );
+    // Host 0 asks board 1's kernel (handler 224) and host 1 (handler 100).
+    let (h224, h100) = (gasnet_core::handlers::FIRST_COMPUTE, 100);
+    net.hosts[0].submit(&[
+        short_am(1, 1, Direction::Request, h224, &[10, 20, 30]),
+        short_am(2, 1, Direction::Request, h100, &[5]),
+    ]);
+    net.settle(100_000);
+    let req = net.hosts[1]
+        .board
+        .take_kernel_request()
+        .expect("a kernel request");
+    assert_eq!(
+        (req.src, req.handler, req.args),
+        (0, h224, vec![10, 20, 30])
+    );
+    assert_eq!(net.hosts[1].board.take_kernel_request(), None);
+    let (_, e) = net.hosts[1]
+        .poll_rq()
+        .expect("handler 100 reaches the host");
+    assert_eq!((e.handler, e.args.as_slice()), (h100, &[5u32][..]));
+    net.hosts[1].rq_free();
+    assert!(
+        net.hosts[1].poll_rq().is_none(),
+        "the compute request reached the host"
+    );
+
+    // The kernel answers: a put of its result from board 1's segment to
+    // board 0, a reply to the requester, and a command the core refuses.
+    net.hosts[1].seg_write(0x400, b"tile result");
+    let put = Descriptor::Put {
+        common: c(77),
+        target: 0,
+        remote: 0x3000,
+        source: PutSource::Local {
+            addr: Local::Segment(0x400),
+            len: 11,
+        },
+    };
+    let b = &mut net.hosts[1].board;
+    b.submit_kernel(&cmd::encode(&put), None);
+    b.submit_kernel(&short_am(78, 0, Direction::Reply, 200, &[7, 0, 11]), None);
+    let bad = Descriptor::Nop { common: c(79) };
+    let mut bad = cmd::encode(&bad);
+    bad[0] = 0x7E;
+    b.submit_kernel(&bad, None);
+    net.settle(200_000);
+    let b = &mut net.hosts[1].board;
+    assert_eq!(b.kernel_commands_waiting(), 0);
+    let mut done = Vec::new();
+    while let Some(e) = b.take_kernel_completion() {
+        let cq = cmd::Completion::decode(&e).expect("a kernel completion decodes");
+        done.push((cq.tag, cq.status, cq.opcode, cq.bytes));
+    }
+    done.sort_by_key(|d| d.0);
+    assert_eq!(
+        done,
+        vec![
+            (77, Status::Ok, 0x08, 11),
+            (78, Status::Ok, 0x18, 0),
+            (79, Status::BadOpcode, 0x7E, 0)
+        ]
+    );
+    assert!(
+        net.hosts[1].poll_cq().is_none(),
+        "a kernel command's completion reached the host's queue"
+    );
+    assert_eq!(net.hosts[0].seg(0x3000, 11), b"tile result");
+    let (_, e) = net.hosts[0].poll_rq().expect("the kernel's reply");
+    assert_eq!(
+        (e.src, e.direction, e.handler, e.args.as_slice()),
+        (1, Direction::Reply, 200, &[7u32, 0, 11][..])
+    );
+    // Host 0's own commands completed on its queue as before.
+    let mut mine: Vec<u32> = std::iter::from_fn(|| net.hosts[0].poll_cq().map(|c| c.tag)).collect();
+    mine.sort();
+    assert_eq!(mine, vec![1, 2]);
+}
+
+#[test]
+fn without_a_kernel_compute_requests_reach_the_host() {
+    let mut net = Net::new(2, BoardConfig::default(), 10);
+    assert_eq!(
+        net.hosts[1].board.read32(cmd::regs::CAPS) & cmd::caps::COMPUTE,
+        0
+    );
+    let h224 = gasnet_core::handlers::FIRST_COMPUTE;
+    net.hosts[0].submit(&[short_am(1, 1, Direction::Request, h224, &[4])]);
+    net.settle(100_000);
+    assert_eq!(net.hosts[1].board.take_kernel_request(), None);
+    let (_, e) = net.hosts[1]
+        .poll_rq()
+        .expect("the host receives handler 224");
+    assert_eq!((e.handler, e.args.as_slice()), (h224, &[4u32][..]));
 }

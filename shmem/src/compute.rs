@@ -34,7 +34,7 @@ use crate::am::{AmHandler, Message, Token};
 use crate::error::{Result, ShmemError};
 use crate::runtime::Runtime;
 use crate::sym::SymVec;
-use conduits::ConduitKind;
+use conduits::{ActiveMessages, ConduitKind};
 use gasnet_core::compute::{ART_NONE, GEMM_ART_FAILED, GEMM_BAD, GEMM_OK, GEMM_RUN};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -117,6 +117,13 @@ impl Shmem {
                     "the {} conduit has no compute cores (run with oshrun --conduit fpga)",
                     kind.name()
                 ),
+            });
+        }
+        if !rt.conduit.compute_cores() {
+            return Err(ShmemError::Invalid {
+                pe: rt.my_pe(),
+                call: CALL,
+                reason: "this PE's board has no compute core (its CAPS.COMPUTE is 0)".into(),
             });
         }
         let state = Arc::new(Done::default());

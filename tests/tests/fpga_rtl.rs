@@ -3,7 +3,8 @@
 //! cycle behind the same BAR files and UDP links as the reference engine,
 //! with the host side unchanged. Through `oshrun --conduit fpga` at 2 and
 //! 3 boards: api_check, coll_check, the C tests (static data, RMA, atomics,
-//! collectives) and the example programs; and api_check at 3
+//! collectives) and the example programs (matmul_fpga's GEMM tiles run on
+//! the compute kernel on each core's kernel port); and api_check at 3
 //! boards with 5 % of the link datagrams lost, 2 % duplicated and 10 %
 //! delayed (reordered), which the core's own reliability layer (sequence
 //! numbers, NACKs, retransmission) must repair. Every job must exit 0
@@ -148,6 +149,14 @@ fn examples_on_2_and_3_rtl_boards() {
         j.assert_ok_with(&format!(
             "matmul n=96 PEs={n}: trace(C) = -139, sum(C) = 7505, max |error| = 0 OK"
         ));
+        // GEMM tiles on the compute kernel beside each RTL core, their
+        // results streamed by the core's puts (ART).
+        let j = rtl_job(n, &bin("matmul_fpga"), &[], &[]);
+        assert_eq!(j.out.code(), Some(0), "{j:?}");
+        let want = format!(
+            "matmul_fpga n=64 PEs={n} ART every 16 results: trace(C) = 763, max |error| = 0 OK ("
+        );
+        assert_eq!(j.lines_starting(&want).len(), 1, "{j:?}");
     }
 }
 

@@ -639,6 +639,10 @@ impl ActiveMessages for FpgaConduit {
         }
         Ok(())
     }
+
+    fn compute_cores(&self) -> bool {
+        self.board.id.caps & cmd::caps::COMPUTE != 0
+    }
 }
 
 impl JobBootstrap for FpgaConduit {

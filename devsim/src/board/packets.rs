@@ -268,14 +268,17 @@ impl BoardModel {
                     id,
                     dst,
                     offset,
-                    bytes,
+                    local,
+                    len,
                 } => {
                     let tag = self.fresh_tag();
-                    let len = bytes.len() as u32;
                     let cmd = Command::Put {
                         dst,
                         offset,
-                        source: PutSource::Bytes(bytes),
+                        source: PutSource::Local {
+                            offset: local,
+                            len: len as u64,
+                        },
                     };
                     let ok = self
                         .engine
