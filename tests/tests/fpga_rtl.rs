@@ -145,6 +145,13 @@ fn examples_on_2_and_3_rtl_boards() {
         ));
         let j = rtl_job(n, &bin("histogram"), &[], &[]);
         j.assert_ok_with("histogram: every bin matches the serial histogram OK");
+        // User active messages (typed, serde payloads) through the core's
+        // receive queue.
+        let j = rtl_job(n, &bin("dht"), &["--keys", "100"], &[]);
+        let total = 100 * n;
+        j.assert_ok_with(&format!(
+            "dht: {n} PEs inserted {total} keys; shards hold {total}; every lookup exact OK"
+        ));
         let j = rtl_job(n, &bin("matmul"), &[], &[]);
         j.assert_ok_with(&format!(
             "matmul n=96 PEs={n}: trace(C) = -139, sum(C) = 7505, max |error| = 0 OK"
