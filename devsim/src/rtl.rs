@@ -653,7 +653,8 @@ impl RtlBoard {
             match self.kernel_puts.remove(&c.tag) {
                 Some(id) => self.compute.put_done(&mut ctx, id, c.status.is_ok()),
                 None if !c.status.is_ok() => crate::report(&format!(
-                    "devsim board {} (rtl): the compute kernel's command (opcode {:#04x}) to                      board {} failed: {} (detail {})",
+                    "devsim board {} (rtl): the compute kernel's command (opcode {:#04x}) to \
+                     board {} failed: {} (detail {})",
                     self.node, c.opcode, c.target, c.status, c.detail
                 )),
                 None => {}
