@@ -55,8 +55,8 @@ type Trace = Vec<(u64, Event)>;
 /// Submits `d` on board 0 and runs until both boards are quiet; returns
 /// the doorbell's cycle and both boards' events, board 1's on board 0's
 /// clock. The completion shows as the MSI of the completion ring, one cycle
-/// after the entry is written; spans end at the entry (the MSI's cycle
-/// less one), which is what a polling host waits for.
+/// after the entry is written; spans end at the entry ([`written`]),
+/// which is what a polling host waits for.
 fn run(net: &mut Net, d: &Descriptor) -> (u64, Trace, Trace) {
     for h in net.hosts.iter_mut() {
         h.board.write32(regs::IRQ_STATUS, 0x7);
@@ -88,6 +88,12 @@ fn at(t: &Trace, after: u64, pred: impl Fn(&Event) -> bool) -> u64 {
         .find(|(c, e)| *c >= after && pred(e))
         .map(|(c, _)| *c)
         .expect("event")
+}
+
+/// The cycle a completion entry was written: the completion ring's MSI
+/// (the first after `after`) comes one cycle after it.
+fn written(t: &Trace, after: u64) -> u64 {
+    at(t, after, |e| *e == Event::Msi) - 1
 }
 
 fn tx(ty: u8) -> impl Fn(&Event) -> bool {
@@ -134,9 +140,9 @@ fn main() {
     let write = at(&t1, arrive, |e| *e == Event::MemWrite);
     let resp_flit = at(&t1, arrive, tx(0x11));
     let back = at(&t0, resp_flit, rx(0x11));
-    let done = at(&t0, b, |e| *e == Event::Msi);
+    let done = written(&t0, b);
     let put_split = Split {
-        total: done - 1 - b,
+        total: done - b,
         wire: (arrive - req_flit) + (back - resp_flit),
         memory: mw,
     };
@@ -144,7 +150,7 @@ fn main() {
         ("doorbell -> first flit of the PUT frame", req_flit - b),
         ("PUT arrival -> payload written to memory", write - arrive),
         ("PUT arrival -> first flit of its ACK", resp_flit - arrive),
-        ("ACK arrival -> completion written", done - 1 - back),
+        ("ACK arrival -> completion written", done - back),
     ];
 
     // Get of 8 bytes into the local segment.
@@ -160,7 +166,7 @@ fn main() {
     let garrive = at(&g1, 0, rx(0x01));
     let gresp = at(&g1, garrive, tx(0x12).or_long());
     let gback = at(&g0, gresp, rx(0x12).or_long_rx());
-    let gdone = at(&g0, b, |e| *e == Event::Msi);
+    let gdone = written(&g0, b);
     let gread = at(&g1, garrive, |e| matches!(e, Event::MemRead(_)));
     let gwrite = at(&g0, gback, |e| *e == Event::MemWrite);
     let get_rows = [
@@ -168,10 +174,10 @@ fn main() {
         ("GET arrival -> memory read issued", gread - garrive),
         ("GET arrival -> first flit of its reply", gresp - garrive),
         ("reply arrival -> payload written to memory", gwrite - gback),
-        ("reply arrival -> completion written", gdone - 1 - gback),
+        ("reply arrival -> completion written", gdone - gback),
     ];
     let get_split = Split {
-        total: gdone - 1 - b,
+        total: gdone - b,
         wire: (garrive - gflit) + (gback - gresp),
         memory: mr + mw,
     };
@@ -191,7 +197,7 @@ fn main() {
     let aarrive = at(&a1, 0, rx(0x01));
     let aresp = at(&a1, aarrive, tx(0x11));
     let aback = at(&a0, aresp, rx(0x11));
-    let adone = at(&a0, b, |e| *e == Event::Msi);
+    let adone = written(&a0, b);
     let aread = at(&a1, aarrive, |e| matches!(e, Event::MemRead(_)));
     let awrite = at(&a1, aread, |e| *e == Event::MemWrite);
     let amo_rows = [
@@ -199,10 +205,10 @@ fn main() {
         ("AMO arrival -> memory read issued", aread - aarrive),
         ("AMO arrival -> new value written", awrite - aarrive),
         ("AMO arrival -> first flit of its reply", aresp - aarrive),
-        ("reply arrival -> completion written", adone - 1 - aback),
+        ("reply arrival -> completion written", adone - aback),
     ];
     let amo_split = Split {
-        total: adone - 1 - b,
+        total: adone - b,
         wire: (aarrive - aflit) + (aback - aresp),
         memory: mr + mw,
     };
@@ -226,10 +232,10 @@ fn main() {
         .find(|(_, e)| matches!(e, Event::TxEnd(_)))
         .map(|(c, _)| *c)
         .expect("end");
-    let sdone = at(&s0, b, |e| *e == Event::Msi);
+    let sdone = written(&s0, b);
     let rtx = net.hosts[0].board.read64(regs::CNT_RETRANSMITS);
     let link_bpc = BIG as f64 / (end - start + 1) as f64;
-    let e2e_bpc = BIG as f64 / (sdone - 1 - b) as f64;
+    let e2e_bpc = BIG as f64 / (sdone - b) as f64;
 
     println!(
         "fshmem RTL core, simulated: {} MHz, link {} cycles ({:.0} ns) each way, memory read {} / write {} cycles",
