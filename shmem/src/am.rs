@@ -234,7 +234,7 @@ where
                 payload: msg.payload,
                 offset: msg.offset as usize,
             };
-            let _in = InHandler::enter();
+            let _in = InHandler::enter(rt);
             let mut t = Token { rt, inner: tok };
             f(&mut t, &m);
         },
@@ -246,7 +246,7 @@ pub(crate) fn register<F>(rt: &'static Runtime, call: &'static str, f: F) -> Res
 where
     F: Fn(&mut Token<'_, '_>, &Message<'_>) + Send + Sync + 'static,
 {
-    not_in_handler(rt.my_pe(), call)?;
+    not_in_handler(rt, call)?;
     let index = NEXT_INDEX
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |i| {
             (i < gasnet_core::handlers::FIRST_COMPUTE).then_some(i + 1)
@@ -350,7 +350,7 @@ impl Shmem {
     pub fn am_poll(&self) -> Result<()> {
         const CALL: &str = "shmem::am_poll";
         let rt = self.rt();
-        not_in_handler(rt.my_pe(), CALL)?;
+        not_in_handler(rt, CALL)?;
         rt.conduit.poll().map_err(|e| rt.err(CALL, e))
     }
 
@@ -413,7 +413,7 @@ pub(crate) fn request(
     payload: &[u8],
     off: usize,
 ) -> Result<()> {
-    not_in_handler(rt.my_pe(), call)?;
+    not_in_handler(rt, call)?;
     rt.check_pe(pe, call)?;
     gasnet_core::am::check_shape(category, args.len(), payload.len())
         .map_err(|e| am_error(rt, call, e))?;
@@ -492,7 +492,7 @@ impl<Req, Rep> std::fmt::Debug for TypedAm<'_, Req, Rep> {
 impl<Req: Serialize + DeserializeOwned, Rep: Serialize + DeserializeOwned> TypedAm<'_, Req, Rep> {
     fn issue(&self, call: &'static str, pe: usize, req: &Req, wait: bool) -> Result<u64> {
         let rt = self.rt;
-        not_in_handler(rt.my_pe(), call)?;
+        not_in_handler(rt, call)?;
         rt.check_pe(pe, call)?;
         let bytes = postcard::to_allocvec(req).map_err(|e| ShmemError::Invalid {
             pe: rt.my_pe(),
@@ -606,7 +606,7 @@ impl<Req: Serialize + DeserializeOwned, Rep: Serialize + DeserializeOwned> Typed
     pub fn wait_all(&self) -> Result<()> {
         const CALL: &str = "shmem::am TypedAm::wait_all";
         let rt = self.rt;
-        not_in_handler(rt.my_pe(), CALL)?;
+        not_in_handler(rt, CALL)?;
         let mut backoff = conduits::wait::Backoff::new();
         while self.state.outstanding.load(Ordering::Acquire) != 0 {
             rt.conduit.poll().map_err(|e| rt.err(CALL, e))?;

@@ -217,7 +217,7 @@ impl Compute<'_> {
     pub fn wait(&self, t: Ticket) -> Result<usize> {
         const CALL: &str = "shmem::compute wait";
         let rt = self.rt;
-        crate::progress::not_in_handler(rt.my_pe(), CALL)?;
+        crate::progress::not_in_handler(rt, CALL)?;
         let mut backoff = conduits::wait::Backoff::new();
         loop {
             let got = self

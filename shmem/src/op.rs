@@ -273,7 +273,7 @@ impl<'a> Op<'a> {
     /// (owner thread, `NOSTORE` when `store`).
     #[inline(always)]
     pub(crate) fn target(&self, call: &'static str, pe: usize, store: bool) -> Result<usize> {
-        crate::progress::not_in_handler(self.rt.my_pe(), call)?;
+        crate::progress::not_in_handler(self.rt, call)?;
         match self.ctx {
             None => self.rt.check_pe(pe, call).map(|()| pe),
             Some(c) => c.target(self.rt, call, pe, store),
@@ -425,7 +425,7 @@ impl<'a> Op<'a> {
     /// at the inbound queue, cheaper than a call that saves registers.
     #[inline(always)]
     pub(crate) fn quiet(&self, call: &'static str) -> Result<()> {
-        crate::progress::not_in_handler(self.rt.my_pe(), call)?;
+        crate::progress::not_in_handler(self.rt, call)?;
         match self.ctx {
             None => self.rt.quiet(call),
             Some(c) => self.ctx_quiet(c, call),
@@ -448,7 +448,7 @@ impl<'a> Op<'a> {
     /// before those issued after.
     #[inline(always)]
     pub(crate) fn fence(&self, call: &'static str) -> Result<()> {
-        crate::progress::not_in_handler(self.rt.my_pe(), call)?;
+        crate::progress::not_in_handler(self.rt, call)?;
         match self.ctx {
             None => self.rt.fence(call),
             Some(c) => self.ctx_fence(c, call),

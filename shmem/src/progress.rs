@@ -4,15 +4,9 @@
 //! the mark first.
 
 use crate::error::{Result, ShmemError};
+use crate::runtime::Runtime;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// How many user handlers run in this process now. The hot paths read
-/// this one word (a relaxed load of a shared, rarely written line) and
-/// look at the thread-local mark only while some handler runs, so that a
-/// put or a quiet pays no thread-local access (a `__tls_get_addr` call in
-/// position-independent code) in a program that is not running handlers.
-static RUNNING: AtomicUsize = AtomicUsize::new(0);
+use std::sync::atomic::Ordering;
 
 thread_local! {
     /// Whether this thread is running a user AM handler.
@@ -21,11 +15,29 @@ thread_local! {
 
 /// Errors unless this thread is outside every AM handler: the check of the
 /// handler rule, on every call that may block.
+///
+/// The hot paths read one word, [`Runtime::handlers`] (how many user
+/// handlers run in this process now), with a relaxed load from the
+/// runtime's first cache line, which the operation reads anyway; they look
+/// at the thread-local mark only while some handler runs, so that a put or
+/// a quiet pays no thread-local access (a `__tls_get_addr` call in
+/// position-independent code) in a program that is not running handlers.
 #[inline(always)]
-pub(crate) fn not_in_handler(pe: usize, call: &'static str) -> Result<()> {
-    // A thread's own handler raised RUNNING before it ran (sequenced
+pub(crate) fn not_in_handler(rt: &Runtime, call: &'static str) -> Result<()> {
+    // A thread's own handler raised the count before it ran (sequenced
     // before, same thread), so a zero here means this thread is in none.
-    if RUNNING.load(Ordering::Relaxed) != 0 && IN_HANDLER.with(Cell::get) {
+    if rt.handlers.load(Ordering::Relaxed) != 0 {
+        return in_handler_check(rt.my_pe(), call);
+    }
+    Ok(())
+}
+
+/// The thread-local half of [`not_in_handler`], out of the hot path: taken
+/// only while some handler of this process runs.
+#[cold]
+#[inline(never)]
+fn in_handler_check(pe: usize, call: &'static str) -> Result<()> {
+    if IN_HANDLER.with(Cell::get) {
         Err(in_handler_error(pe, call))
     } else {
         Ok(())
@@ -43,19 +55,26 @@ fn in_handler_error(pe: usize, call: &'static str) -> ShmemError {
     }
 }
 
-/// Marks this thread as running a handler until dropped (also on unwind).
-pub(crate) struct InHandler(bool);
+/// Marks this thread as running a handler of `rt` until dropped (also on
+/// unwind).
+pub(crate) struct InHandler<'a> {
+    rt: &'a Runtime,
+    was: bool,
+}
 
-impl InHandler {
-    pub(crate) fn enter() -> InHandler {
-        RUNNING.fetch_add(1, Ordering::Relaxed);
-        InHandler(IN_HANDLER.with(|c| c.replace(true)))
+impl<'a> InHandler<'a> {
+    pub(crate) fn enter(rt: &'a Runtime) -> InHandler<'a> {
+        rt.handlers.fetch_add(1, Ordering::Relaxed);
+        InHandler {
+            rt,
+            was: IN_HANDLER.with(|c| c.replace(true)),
+        }
     }
 }
 
-impl Drop for InHandler {
+impl Drop for InHandler<'_> {
     fn drop(&mut self) {
-        IN_HANDLER.with(|c| c.set(self.0));
-        RUNNING.fetch_sub(1, Ordering::Relaxed);
+        IN_HANDLER.with(|c| c.set(self.was));
+        self.rt.handlers.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -79,7 +79,7 @@ impl Shmem {
         zero: bool,
     ) -> Result<SymVec<'_, T>> {
         let rt = self.rt();
-        crate::progress::not_in_handler(rt.my_pe(), call)?;
+        crate::progress::not_in_handler(rt, call)?;
         let bytes = byte_len::<T>(rt, call, len)?;
         let align = align.max(align_of::<T>());
         let what = format!("{len} x {}", std::any::type_name::<T>());

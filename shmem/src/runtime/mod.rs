@@ -53,7 +53,7 @@ use conduits::{AmoWidth, AnyConduit, ConduitError, JobEnv, SegmentRequest};
 use gasnet_core::config::format_size;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 mod global;
 
@@ -133,6 +133,9 @@ pub struct Runtime {
     pub(crate) conduit: Backend,
     me: usize,
     n: usize,
+    /// How many user active-message handlers run in this process now
+    /// ([`crate::progress::not_in_handler`]).
+    pub(crate) handlers: AtomicUsize,
     /// `SHMEM_SYMMETRIC_SIZE` (read on every symmetric-address check).
     heap_len: usize,
     /// The symmetric static data (C ABI on a file-backed conduit).
@@ -278,6 +281,7 @@ impl Runtime {
         let rt = Runtime {
             me,
             n,
+            handlers: AtomicUsize::new(0),
             heap_len,
             heap: Mutex::new(HeapAllocator::with_origin(heap_len, layout::HEAP)),
             pool,
