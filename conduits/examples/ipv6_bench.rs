@@ -97,10 +97,10 @@ fn bw_iters(n: usize) -> usize {
 /// Runs `body` (which does `iters` operations of `n` bytes) once untimed
 /// and `trials` times timed, and prints the median trial.
 fn point(op: &str, n: usize, iters: usize, trials: usize, mut body: impl FnMut()) {
-    if let Ok(only) = std::env::var("FSHMEM_BENCH_ONLY") {
-        if !only.split(',').any(|o| o.trim() == op) {
-            return;
-        }
+    if let Ok(only) = std::env::var("FSHMEM_BENCH_ONLY")
+        && !only.split(',').any(|o| o.trim() == op)
+    {
+        return;
     }
     body();
     let mut t: Vec<f64> = (0..trials)

@@ -64,10 +64,10 @@ pub(crate) fn reserve(file: &File, offset: u64, len: u64, what: &str, space: Spa
             let mut done = 0;
             while done < len {
                 let step = CHUNK.min(len - done);
-                if let Some(free) = memory_free() {
-                    if free < len - done {
-                        return Err(no_space(Some(free + done)));
-                    }
+                if let Some(free) = memory_free()
+                    && free < len - done
+                {
+                    return Err(no_space(Some(free + done)));
                 }
                 match fallocate(file, offset + done, step) {
                     Ok(()) => done += step,

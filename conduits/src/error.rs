@@ -192,7 +192,7 @@ pub fn check_word(
     segment_len: usize,
 ) -> Result<()> {
     check_range(pe, size, offset, align, segment_len)?;
-    if offset % align != 0 {
+    if !offset.is_multiple_of(align) {
         return Err(ConduitError::Misaligned { pe, offset, align });
     }
     Ok(())

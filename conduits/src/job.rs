@@ -39,11 +39,12 @@ impl JobEnv {
         // an id given in FSHMEM_JOB_ID may be in use, and each PE claims
         // it before anything of the job exists; an id derived from the
         // launch is that launch's alone.
-        if !under_oshrun() && get("FSHMEM_JOB_ID").is_some() {
-            if let Some(instance) = launch_instance(&get) {
-                crate::job_lock::hold_for_pe(&job.job_id, &instance)
-                    .map_err(ConduitError::Bootstrap)?;
-            }
+        if !under_oshrun()
+            && get("FSHMEM_JOB_ID").is_some()
+            && let Some(instance) = launch_instance(&get)
+        {
+            crate::job_lock::hold_for_pe(&job.job_id, &instance)
+                .map_err(ConduitError::Bootstrap)?;
         }
         Ok(job)
     }
@@ -160,15 +161,15 @@ fn derived_job_id(
     if let Some(a) = get("FSHMEM_BOOTSTRAP") {
         return Some(job_id_from("rv", &a));
     }
-    if get("PMI_FD").is_some() {
-        if let Ok(k) = kvsname() {
-            return Some(job_id_from("pmi", &k));
-        }
+    if get("PMI_FD").is_some()
+        && let Ok(k) = kvsname()
+    {
+        return Some(job_id_from("pmi", &k));
     }
-    if crate::bootstrap::pmix::launched(get) {
-        if let Some(ns) = get("PMIX_NAMESPACE") {
-            return Some(job_id_from("pmix", &ns));
-        }
+    if crate::bootstrap::pmix::launched(get)
+        && let Some(ns) = get("PMIX_NAMESPACE")
+    {
+        return Some(job_id_from("pmix", &ns));
     }
     get("SLURM_JOB_ID").map(|j| match get("SLURM_STEP_ID") {
         Some(s) => job_id_from("slurm", &format!("{j}_{s}")),
@@ -192,10 +193,10 @@ fn launch_instance(get: &impl Fn(&str) -> Option<String>) -> Option<String> {
     if let Some(a) = get("FSHMEM_BOOTSTRAP") {
         return Some(format!("the rendezvous at {a}"));
     }
-    if crate::bootstrap::pmix::launched(get) {
-        if let Some(ns) = get("PMIX_NAMESPACE") {
-            return Some(format!("PMIx namespace {ns}"));
-        }
+    if crate::bootstrap::pmix::launched(get)
+        && let Some(ns) = get("PMIX_NAMESPACE")
+    {
+        return Some(format!("PMIx namespace {ns}"));
     }
     if let (Some(j), Some(s)) = (get("SLURM_JOB_ID"), get("SLURM_STEP_ID")) {
         return Some(format!("Slurm step {j}.{s}"));

@@ -181,7 +181,7 @@ impl Memory for SegMemory {
         compare: u64,
     ) -> std::result::Result<u64, MemError> {
         let n = width.bytes();
-        if offset % n as u64 != 0 {
+        if !offset.is_multiple_of(n as u64) {
             return Err(MemError::Misaligned { offset, align: n });
         }
         check_range(self.len as u64, offset, n as u64)?;

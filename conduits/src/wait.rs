@@ -375,7 +375,7 @@ impl Backoff {
     /// ```
     #[inline]
     pub fn every(&self, period: u64) -> bool {
-        self.is_yielding() && period > 0 && self.steps % period == 0
+        self.is_yielding() && period > 0 && self.steps.is_multiple_of(period)
     }
 }
 

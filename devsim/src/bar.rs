@@ -55,7 +55,10 @@ impl Bar {
     /// BAR) as an atomic cell.
     #[inline(always)]
     pub fn reg(&self, off: usize) -> &AtomicU32 {
-        assert!(off % 4 == 0 && off + 4 <= self.len(), "register {off:#x}");
+        assert!(
+            off.is_multiple_of(4) && off + 4 <= self.len(),
+            "register {off:#x}"
+        );
         // SAFETY: the offset is aligned and inside the mapping (checked),
         // which lives as long as `self`; the cell is only accessed
         // atomically, by the board and by the host.

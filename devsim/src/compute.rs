@@ -203,15 +203,13 @@ impl GemmCore {
             .queue
             .front()
             .is_some_and(|t| t.next == t.m * t.n && t.puts_pending == 0);
-        if done {
-            if let Some(t) = self.queue.pop_front() {
-                self.tiles_done += 1;
-                ctx.actions.push(Action::Reply {
-                    dst: t.src,
-                    handler: t.done_handler,
-                    args: vec![t.job, t.status, (t.m * t.n) as u32],
-                });
-            }
+        if done && let Some(t) = self.queue.pop_front() {
+            self.tiles_done += 1;
+            ctx.actions.push(Action::Reply {
+                dst: t.src,
+                handler: t.done_handler,
+                args: vec![t.job, t.status, (t.m * t.n) as u32],
+            });
         }
     }
 }

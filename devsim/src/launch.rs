@@ -158,10 +158,10 @@ fn parse_flag<T: ConfigValue>(args: &[String], name: &str) -> Result<Option<T>, 
 fn wait_file(path: &Path, timeout: Duration) -> Result<String, String> {
     let start = Instant::now();
     loop {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if s.ends_with('\n') {
-                return Ok(s);
-            }
+        if let Ok(s) = std::fs::read_to_string(path)
+            && s.ends_with('\n')
+        {
+            return Ok(s);
         }
         if STOP.load(Ordering::Relaxed) {
             return Err("stopped".to_string());

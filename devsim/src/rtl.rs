@@ -773,11 +773,11 @@ impl RtlBoard {
         for p in 0..2 {
             if self.rx_gap[p] > 0 {
                 self.rx_gap[p] -= 1;
-            } else if self.board.rx_pending(p) == 0 {
-                if let Some(f) = self.rx_queue[p].pop_front() {
-                    self.board.push_frame(p, f);
-                    self.rx_gap[p] = RX_GAP;
-                }
+            } else if self.board.rx_pending(p) == 0
+                && let Some(f) = self.rx_queue[p].pop_front()
+            {
+                self.board.push_frame(p, f);
+                self.rx_gap[p] = RX_GAP;
             }
         }
     }

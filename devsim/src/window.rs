@@ -66,7 +66,7 @@ impl Memory for Window {
         compare: u64,
     ) -> Result<u64, MemError> {
         let n = width.bytes();
-        if offset % n as u64 != 0 {
+        if !offset.is_multiple_of(n as u64) {
             return Err(MemError::Misaligned { offset, align: n });
         }
         engine::check_range(self.len, offset, n as u64)?;

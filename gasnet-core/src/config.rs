@@ -318,7 +318,7 @@ pub fn parse_size(value: &str) -> Result<usize, String> {
 /// ```
 pub fn format_size(n: u64) -> String {
     for (shift, s) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
-        if n != 0 && n % (1u64 << shift) == 0 {
+        if n != 0 && n.is_multiple_of(1u64 << shift) {
             return format!("{}{s}", n >> shift);
         }
     }
@@ -367,7 +367,7 @@ pub fn parse_duration(value: &str) -> Result<Duration, String> {
 pub fn format_duration(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         format!("{}s", d.as_secs())
-    } else if d.as_nanos() % 1_000_000 == 0 {
+    } else if d.as_nanos().is_multiple_of(1_000_000) {
         format!("{}ms", d.as_millis())
     } else {
         format!("{}s", d.as_secs_f64())

@@ -320,7 +320,7 @@ impl<D: Dram> Board<D> {
 
     fn clock(&mut self) {
         self.inp.tick_us = u8::from(match self.cfg.cycles_per_tick {
-            Some(n) => n > 0 && self.cycle % n as u64 == 0,
+            Some(n) => n > 0 && self.cycle.is_multiple_of(n as u64),
             None => std::mem::take(&mut self.tick_pending),
         });
         self.mem.drive(&self.dram, &mut self.inp);

@@ -167,27 +167,29 @@ impl AxiMemory {
         inp.rresp = 0;
         inp.rid = 0;
         let due = self.reads.front().is_some_and(|r| r.due <= self.cycle);
-        if due && !self.stall() {
-            if let Some(r) = self.reads.front() {
-                inp.rvalid = 1;
-                inp.rlast = u8::from(r.beats == 1);
-                inp.rid = r.id;
-                let mut beat = [0u8; BEAT];
-                let ok = dram.read(r.addr, &mut beat);
-                inp.rresp = if ok { 0 } else { 2 };
-                inp.rdata = if ok { beat } else { [0; BEAT] };
-            }
+        if due
+            && !self.stall()
+            && let Some(r) = self.reads.front()
+        {
+            inp.rvalid = 1;
+            inp.rlast = u8::from(r.beats == 1);
+            inp.rid = r.id;
+            let mut beat = [0u8; BEAT];
+            let ok = dram.read(r.addr, &mut beat);
+            inp.rresp = if ok { 0 } else { 2 };
+            inp.rdata = if ok { beat } else { [0; BEAT] };
         }
         inp.bvalid = 0;
         inp.bresp = 0;
         inp.bid = 0;
         let due = self.resp.front().is_some_and(|&(d, _, _)| d <= self.cycle);
-        if due && !self.stall() {
-            if let Some(&(_, id, ok)) = self.resp.front() {
-                inp.bvalid = 1;
-                inp.bid = id;
-                inp.bresp = if ok { 0 } else { 2 };
-            }
+        if due
+            && !self.stall()
+            && let Some(&(_, id, ok)) = self.resp.front()
+        {
+            inp.bvalid = 1;
+            inp.bid = id;
+            inp.bresp = if ok { 0 } else { 2 };
         }
     }
 

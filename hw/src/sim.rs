@@ -474,7 +474,7 @@ impl Net {
         loop {
             self.cycle();
             quiet = if self.busy() { 0 } else { quiet + 1 };
-            if self.cycle % 128 == 0 || quiet >= 64 {
+            if self.cycle.is_multiple_of(128) || quiet >= 64 {
                 for (i, h) in self.hosts.iter_mut().enumerate() {
                     while let Some(c) = h.poll_cq_raw() {
                         got[i].0.push(c);

@@ -48,10 +48,10 @@ fn run() -> Result<bool, ShmemError> {
             Ordering::AcqRel,
         );
         // A reply handler may not reply.
-        if msg.is_reply {
-            if let Err(err) = t.reply_short(t_handler(), &[]) {
-                e.lock().unwrap().push(format!("reply-from-reply: {err}"));
-            }
+        if msg.is_reply
+            && let Err(err) = t.reply_short(t_handler(), &[])
+        {
+            e.lock().unwrap().push(format!("reply-from-reply: {err}"));
         }
     })?;
     set_handler(reply);

@@ -399,10 +399,10 @@ fn teams(sh: &Shmem, full: bool) -> R {
             let d = sh.calloc::<u32>(1)?;
             drop((s, d));
         }
-        if i % 2 == 0 {
-            if let Some(t) = t {
-                t.destroy()?;
-            }
+        if i % 2 == 0
+            && let Some(t) = t
+        {
+            t.destroy()?;
         }
     }
     let probe = sh.malloc::<u64>(1)?;

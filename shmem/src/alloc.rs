@@ -244,12 +244,12 @@ impl HeapAllocator {
     }
 
     fn insert_free(&mut self, mut start: usize, mut len: usize) {
-        if let Some((&p, &pl)) = self.free.range(..start).next_back() {
-            if p + pl == start {
-                self.free.remove(&p);
-                start = p;
-                len += pl;
-            }
+        if let Some((&p, &pl)) = self.free.range(..start).next_back()
+            && p + pl == start
+        {
+            self.free.remove(&p);
+            start = p;
+            len += pl;
         }
         if let Some(&nl) = self.free.get(&(start + len)) {
             self.free.remove(&(start + len));
@@ -293,16 +293,16 @@ impl HeapAllocator {
         }
         let next = offset + old_len;
         let grow = new_len - old_len;
-        if let Some(&nl) = self.free.get(&next) {
-            if nl >= grow {
-                self.free.remove(&next);
-                if nl > grow {
-                    self.free.insert(next + grow, nl - grow);
-                }
-                self.live.insert(offset, new_len);
-                self.free_bytes -= grow;
-                return Ok(in_place);
+        if let Some(&nl) = self.free.get(&next)
+            && nl >= grow
+        {
+            self.free.remove(&next);
+            if nl > grow {
+                self.free.insert(next + grow, nl - grow);
             }
+            self.live.insert(offset, new_len);
+            self.free_bytes -= grow;
+            return Ok(in_place);
         }
         let new_off = self.alloc(new_size, align)?;
         self.free(offset)?;

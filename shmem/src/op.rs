@@ -123,14 +123,14 @@ impl CtxState {
     /// rank of team PE `pe`.
     #[inline]
     fn target(&self, rt: &Runtime, call: &'static str, pe: usize, store: bool) -> Result<usize> {
-        if let Some(owner) = self.owner {
-            if std::thread::current().id() != owner {
-                return Err(invalid(
-                    rt,
-                    call,
-                    "a SHMEM_CTX_PRIVATE context used from another thread".to_string(),
-                ));
-            }
+        if let Some(owner) = self.owner
+            && std::thread::current().id() != owner
+        {
+            return Err(invalid(
+                rt,
+                call,
+                "a SHMEM_CTX_PRIVATE context used from another thread".to_string(),
+            ));
         }
         if store && self.options.contains(CtxOptions::NOSTORE) {
             return Err(invalid(
@@ -379,7 +379,7 @@ impl<'a> Op<'a> {
     ) -> Result<u64> {
         let w = self.target(call, pe, store)?;
         let bytes = width.bytes();
-        if off % bytes != 0 {
+        if !off.is_multiple_of(bytes) {
             return Err(misaligned(self.rt, call, off, bytes));
         }
         let r = self
@@ -408,7 +408,7 @@ impl<'a> Op<'a> {
         value: u64,
     ) -> Result<()> {
         let w = self.target(call, pe, true)?;
-        if sig_off % 8 != 0 {
+        if !sig_off.is_multiple_of(8) {
             return Err(misaligned(self.rt, call, sig_off, 8));
         }
         self.rt

@@ -163,7 +163,7 @@ pub unsafe fn remap(
     region: usize,
     backing: SegmentBacking,
 ) -> std::io::Result<()> {
-    if region + data.len > backing.len || region % page_size() != 0 {
+    if region + data.len > backing.len || !region.is_multiple_of(page_size()) {
         return Err(std::io::Error::other(
             "the static-data region does not fit the segment",
         ));

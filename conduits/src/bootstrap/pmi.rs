@@ -216,12 +216,12 @@ impl Pmi {
                 "PMI: expected cmd={expect} after {request:?}, got {s:?}"
             )));
         }
-        if let Some(rc) = line.get("rc") {
-            if rc != "0" {
-                return Err(ConduitError::Bootstrap(format!(
-                    "PMI: {request:?} failed: {s:?}"
-                )));
-            }
+        if let Some(rc) = line.get("rc")
+            && rc != "0"
+        {
+            return Err(ConduitError::Bootstrap(format!(
+                "PMI: {request:?} failed: {s:?}"
+            )));
         }
         Ok(line)
     }
@@ -249,7 +249,7 @@ fn unhex(s: &str) -> Result<Vec<u8>> {
             .ok_or_else(|| ConduitError::Bootstrap(format!("PMI: value {s:?} is not hex")))
     };
     let b = s.as_bytes();
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return Err(ConduitError::Bootstrap(format!(
             "PMI: value {s:?} has odd length"
         )));

@@ -471,10 +471,11 @@ fn serve_rounds(conns: Vec<Option<TcpStream>>, size: usize) -> Result<()> {
             }
         }
         let waiting = members.iter().any(|m| m.blob.is_some());
-        if failure.is_none() && waiting {
-            if let Some(r) = (0..size).find(|&r| members[r].left) {
-                failure = Some((r, "left the job while others wait in a collective".into()));
-            }
+        if failure.is_none()
+            && waiting
+            && let Some(r) = (0..size).find(|&r| members[r].left)
+        {
+            failure = Some((r, "left the job while others wait in a collective".into()));
         }
         if let Some((r, why)) = failure {
             let mut conns: Vec<Option<TcpStream>> = members.into_iter().map(|m| m.conn).collect();
@@ -617,16 +618,16 @@ impl Bootstrap for Client {
             .set_read_timeout(limit)
             .map_err(|e| self.io(e))?;
         let got = read_frame(&mut self.stream);
-        if let (Some(waited), Err(e)) = (limit, &got) {
-            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
-                return Err(ConduitError::Timeout {
-                    what: format!(
-                        "bootstrap round {} (every PE's contribution, from the rendezvous server {})",
-                        self.round, self.server_addr
-                    ),
-                    waited,
-                });
-            }
+        if let (Some(waited), Err(e)) = (limit, &got)
+            && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+        {
+            return Err(ConduitError::Timeout {
+                what: format!(
+                    "bootstrap round {} (every PE's contribution, from the rendezvous server {})",
+                    self.round, self.server_addr
+                ),
+                waited,
+            });
         }
         match got {
             Ok(Some(Frame::Result { round, blobs }))

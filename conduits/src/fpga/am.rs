@@ -107,21 +107,20 @@ impl FpgaConduit {
                         // (the same thing, SEG_BASE being 0).
                         _ => Some(e.addr),
                     };
-                    if let Some(from) = from {
-                        if from
+                    if let Some(from) = from
+                        && from
                             .checked_add(e.len as u64)
                             .is_some_and(|end| end <= self.layout.window)
-                        {
-                            // SAFETY: the range lies in the window (checked);
-                            // the bounce buffer is ours until free_rq.
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(
-                                    self.win(from),
-                                    payload.as_mut_ptr(),
-                                    payload.len(),
-                                )
-                            };
-                        }
+                    {
+                        // SAFETY: the range lies in the window (checked);
+                        // the bounce buffer is ours until free_rq.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                self.win(from),
+                                payload.as_mut_ptr(),
+                                payload.len(),
+                            )
+                        };
                     }
                     got.push(RxMsg { entry: e, payload });
                 }

@@ -634,7 +634,12 @@ impl ActiveMessages for FpgaConduit {
         self.dispatch();
         // Liveness (and a global exit), rate-limited: a few system calls
         // every 10 ms at most.
-        if self.polls.fetch_add(1, Ordering::Relaxed) % POLL_CHECK_CALLS == 0 && self.check_due() {
+        if self
+            .polls
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(POLL_CHECK_CALLS)
+            && self.check_due()
+        {
             self.slow_checks()?;
         }
         Ok(())

@@ -349,10 +349,10 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
         // A failure the bootstrap service announced (a PE vanished).
         if last_boot_check.elapsed() >= BOOT_CHECK {
             last_boot_check = Instant::now();
-            if let Ok(mut b) = boot.try_lock() {
-                if let Err(e) = b.check() {
-                    sh.fail(e);
-                }
+            if let Ok(mut b) = boot.try_lock()
+                && let Err(e) = b.check()
+            {
+                sh.fail(e);
             }
         }
         if sh.stop.load(Ordering::Acquire) {

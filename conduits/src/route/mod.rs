@@ -776,7 +776,11 @@ impl<On: Conduit, Off: Conduit> ActiveMessages for Routed<On, Off> {
     #[inline]
     fn poll(&self) -> Result<()> {
         self.on.poll().map_err(|e| self.lift(e))?;
-        if self.polls.fetch_add(1, Ordering::Relaxed) % OFF_POLL_EVERY == 0 {
+        if self
+            .polls
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(OFF_POLL_EVERY)
+        {
             self.off.poll()?;
         }
         Ok(())

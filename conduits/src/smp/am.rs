@@ -139,13 +139,11 @@ impl SmpConduit {
                 }
             }
         }
-        if requests {
-            if let Some(_g) = try_take(&self.request_drain) {
-                // SAFETY: the request_drain flag makes this thread the ring's only consumer.
-                while let Some(r) = unsafe { self.my_requests.pop_with(|m| self.dispatch(m)) } {
-                    if let Err(e) = r {
-                        first_err.get_or_insert(e);
-                    }
+        if requests && let Some(_g) = try_take(&self.request_drain) {
+            // SAFETY: the request_drain flag makes this thread the ring's only consumer.
+            while let Some(r) = unsafe { self.my_requests.pop_with(|m| self.dispatch(m)) } {
+                if let Err(e) = r {
+                    first_err.get_or_insert(e);
                 }
             }
         }

@@ -111,7 +111,7 @@ impl Ctl {
 
     #[inline]
     fn word(&self, byte_offset: usize) -> &AtomicU64 {
-        debug_assert!(byte_offset % 8 == 0 && byte_offset + 8 <= self.layout.total);
+        debug_assert!(byte_offset.is_multiple_of(8) && byte_offset + 8 <= self.layout.total);
         // SAFETY: every caller passes an 8-aligned offset inside the block
         // (contract of `at`), and these words are only accessed atomically.
         unsafe { AtomicU64::from_ptr(self.base.add(byte_offset) as *mut u64) }

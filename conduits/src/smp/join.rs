@@ -11,27 +11,27 @@ pub(super) fn open_published_ctl(
 ) -> Result<Region> {
     let mut backoff = Backoff::new();
     loop {
-        if let Some(file) = shm::open(path)? {
-            if file.metadata()?.len() >= layout.total as u64 {
-                let region = Region::map(&file, layout.total, path)?;
-                // SAFETY: the mapping is page aligned and `layout.total` long.
-                let c = unsafe { Ctl::at(region.ptr(), layout) };
-                let mut wait = Backoff::new();
-                loop {
-                    if c.magic().load(Ordering::Acquire) == ctl::MAGIC {
-                        if c.total().load(Ordering::Relaxed) != layout.total as u64 {
-                            return Err(ConduitError::Bootstrap(format!(
-                                "smp: {} has another layout (a different job size or fshmem version)",
-                                path.display()
-                            )));
-                        }
-                        return Ok(region);
+        if let Some(file) = shm::open(path)?
+            && file.metadata()?.len() >= layout.total as u64
+        {
+            let region = Region::map(&file, layout.total, path)?;
+            // SAFETY: the mapping is page aligned and `layout.total` long.
+            let c = unsafe { Ctl::at(region.ptr(), layout) };
+            let mut wait = Backoff::new();
+            loop {
+                if c.magic().load(Ordering::Acquire) == ctl::MAGIC {
+                    if c.total().load(Ordering::Relaxed) != layout.total as u64 {
+                        return Err(ConduitError::Bootstrap(format!(
+                            "smp: {} has another layout (a different job size or fshmem version)",
+                            path.display()
+                        )));
                     }
-                    if Instant::now() > deadline {
-                        break;
-                    }
-                    wait.snooze();
+                    return Ok(region);
                 }
+                if Instant::now() > deadline {
+                    break;
+                }
+                wait.snooze();
             }
         }
         if Instant::now() > deadline {

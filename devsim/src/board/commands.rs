@@ -275,10 +275,10 @@ impl BoardModel {
         if busy && !self.marker_passed {
             if self.marker.is_none() {
                 let tag = MARKER_TAG + self.fresh_tag();
-                if let Some(e) = self.engine.as_mut() {
-                    if e.submit(tag, Command::Nop).is_ok() {
-                        self.marker = Some(tag);
-                    }
+                if let Some(e) = self.engine.as_mut()
+                    && e.submit(tag, Command::Nop).is_ok()
+                {
+                    self.marker = Some(tag);
                 }
                 self.drain_engine();
             }
@@ -363,12 +363,14 @@ impl BoardModel {
         } else if !p.completion {
             return;
         }
-        if s.is_ok() && p.opcode == cmd::opcode::GET && self.fault == Fault::GetData {
-            if let (Some(m), true) = (self.seg(), p.bytes > 0) {
-                let mut b = [0u8; 1];
-                let _ = m.read(p.local, &mut b);
-                let _ = m.write_shared(p.local, &[b[0] ^ 0xFF]);
-            }
+        if s.is_ok()
+            && p.opcode == cmd::opcode::GET
+            && self.fault == Fault::GetData
+            && let (Some(m), true) = (self.seg(), p.bytes > 0)
+        {
+            let mut b = [0u8; 1];
+            let _ = m.read(p.local, &mut b);
+            let _ = m.write_shared(p.local, &[b[0] ^ 0xFF]);
         }
         self.push_completion(Completion {
             tag: p.tag,

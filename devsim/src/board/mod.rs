@@ -395,11 +395,11 @@ impl BoardModel {
         if c.node >= c.nodes {
             return Some(regs::NODE_ID);
         }
-        if c.seg_base % PAGE != 0 {
+        if !c.seg_base.is_multiple_of(PAGE) {
             return Some(regs::SEG_BASE_LO);
         }
         if c.seg_size == 0
-            || c.seg_size % PAGE != 0
+            || !c.seg_size.is_multiple_of(PAGE)
             || c.seg_base
                 .checked_add(c.seg_size)
                 .is_none_or(|e| e > self.window)
@@ -407,7 +407,7 @@ impl BoardModel {
             return Some(regs::SEG_SIZE_LO);
         }
         let overlaps = c.rx_bounce < c.seg_base + c.seg_size && c.seg_base < c.rx_bounce + bounce;
-        if c.rx_bounce % PAGE != 0
+        if !c.rx_bounce.is_multiple_of(PAGE)
             || c.rx_bounce
                 .checked_add(bounce)
                 .is_none_or(|e| e > self.window)
@@ -517,17 +517,17 @@ impl BoardModel {
                 None => break,
             }
         }
-        if !self.peer_failure_raised {
-            if let Some((node, why)) = self.link.failure() {
-                // Sticky until a reset: the host's liveness check reads it.
-                self.peer_failure_raised = true;
-                crate::report(&format!(
-                    "devsim board {}: peer board {node} stopped answering: {why}",
-                    self.strap_node
-                ));
-                self.set_err(err::PEER_TIMEOUT, node as u32);
-                progress = true;
-            }
+        if !self.peer_failure_raised
+            && let Some((node, why)) = self.link.failure()
+        {
+            // Sticky until a reset: the host's liveness check reads it.
+            self.peer_failure_raised = true;
+            crate::report(&format!(
+                "devsim board {}: peer board {node} stopped answering: {why}",
+                self.strap_node
+            ));
+            self.set_err(err::PEER_TIMEOUT, node as u32);
+            progress = true;
         }
         if self.engine.is_none() {
             return progress;

@@ -507,7 +507,7 @@ impl<'s> Bench<'s> {
                 let mut spins = 0u32;
                 while w.atomic_fetch(BOUNCE, p)? != 2 * i {
                     spins += 1;
-                    if spins % 1024 == 0 {
+                    if spins.is_multiple_of(1024) {
                         std::thread::yield_now();
                     } else {
                         std::hint::spin_loop();

@@ -103,7 +103,7 @@ pub trait Memory {
         compare: u64,
     ) -> Result<u64, MemError> {
         let n = width.bytes();
-        if offset % n as u64 != 0 {
+        if !offset.is_multiple_of(n as u64) {
             return Err(MemError::Misaligned { offset, align: n });
         }
         let mut word = [0u8; 8];

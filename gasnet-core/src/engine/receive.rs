@@ -159,10 +159,10 @@ impl<M: Memory> Engine<M> {
         let Some(f) = self.handlers.get(p.handler) else {
             return self.ack(p.src, AM_TOKEN, Status::NoHandler);
         };
-        if category == Category::Long {
-            if let Err(e) = self.mem.write(p.offset, &p.payload) {
-                return self.ack(p.src, AM_TOKEN, e.into());
-            }
+        if category == Category::Long
+            && let Err(e) = self.mem.write(p.offset, &p.payload)
+        {
+            return self.ack(p.src, AM_TOKEN, e.into());
         }
         let msg = AmMessage {
             src: p.src,
@@ -287,10 +287,10 @@ impl<M: Memory> Engine<M> {
                 return e.into();
             }
         }
-        if let Some(at) = buffer_at {
-            if let Some(a) = self.active.get_mut(&piece.cmd) {
-                a.data[at..at + len].copy_from_slice(&p.payload);
-            }
+        if let Some(at) = buffer_at
+            && let Some(a) = self.active.get_mut(&piece.cmd)
+        {
+            a.data[at..at + len].copy_from_slice(&p.payload);
         }
         Status::Ok
     }
@@ -318,10 +318,10 @@ impl<M: Memory> Engine<M> {
         let Some(f) = self.handlers.get(p.handler) else {
             return Status::NoHandler;
         };
-        if category == Category::Long {
-            if let Err(e) = self.mem.write(p.offset, &p.payload) {
-                return e.into();
-            }
+        if category == Category::Long
+            && let Err(e) = self.mem.write(p.offset, &p.payload)
+        {
+            return e.into();
         }
         let msg = AmMessage {
             src: p.src,

@@ -204,10 +204,10 @@ impl<M: Memory> Engine<M> {
 
     /// Notes `status` against command `id`, keeping the first error.
     pub(super) fn record(&mut self, id: u64, status: Status) {
-        if let Some(a) = self.active.get_mut(&id) {
-            if a.status.is_ok() {
-                a.status = status;
-            }
+        if let Some(a) = self.active.get_mut(&id)
+            && a.status.is_ok()
+        {
+            a.status = status;
         }
     }
 

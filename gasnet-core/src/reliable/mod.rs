@@ -419,11 +419,11 @@ impl Transport {
         let mut any = false;
         for &seq in missing {
             let idx = seq.wrapping_sub(first) as usize;
-            if let Some(u) = peer.unacked.get_mut(idx) {
-                if u.packet.seq == seq {
-                    u.nacked = true;
-                    any = true;
-                }
+            if let Some(u) = peer.unacked.get_mut(idx)
+                && u.packet.seq == seq
+            {
+                u.nacked = true;
+                any = true;
             }
         }
         if any {

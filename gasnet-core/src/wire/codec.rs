@@ -166,7 +166,7 @@ fn check_zero(buf: &[u8], from: usize, to: usize) -> Result<(), DecodeError> {
 /// The rules on a NACK's bitmap bytes beyond what the header check covers.
 fn check_nack_bitmap(payload: &[u8]) -> Result<(), DecodeError> {
     let len = payload.len();
-    if len == 0 || len % 4 != 0 || len > NACK_MAX_BYTES {
+    if len == 0 || !len.is_multiple_of(4) || len > NACK_MAX_BYTES {
         return Err(DecodeError::BadNackLength(
             u32::try_from(len).unwrap_or(u32::MAX),
         ));

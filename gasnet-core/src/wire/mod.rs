@@ -381,8 +381,8 @@ impl Header {
         let end = u64::from(self.frag_offset).saturating_add(u64::from(self.payload_len));
         let empty_fragment = self.payload_len == 0 && self.total_len != 0;
         let split_nack = self.ptype == PacketType::Nack && self.is_fragment();
-        let misaligned = self.frag_offset % 8 != 0
-            || (end < u64::from(self.total_len) && self.payload_len % 8 != 0);
+        let misaligned = !self.frag_offset.is_multiple_of(8)
+            || (end < u64::from(self.total_len) && !self.payload_len.is_multiple_of(8));
         if end > u64::from(self.total_len) || empty_fragment || split_nack || misaligned {
             return Err(DecodeError::BadFragment {
                 frag_offset: self.frag_offset,
@@ -390,7 +390,9 @@ impl Header {
                 total_len: self.total_len,
             });
         }
-        if self.ptype == PacketType::Nack && (self.total_len == 0 || self.total_len % 4 != 0) {
+        if self.ptype == PacketType::Nack
+            && (self.total_len == 0 || !self.total_len.is_multiple_of(4))
+        {
             return Err(DecodeError::BadNackLength(self.total_len));
         }
         match self.ptype {

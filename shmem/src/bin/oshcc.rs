@@ -32,13 +32,13 @@ fn dirs() -> Result<Dirs, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     let exe = exe.canonicalize().unwrap_or(exe);
     let bin = exe.parent().ok_or("the executable has no directory")?;
-    if let Some(prefix) = bin.parent() {
-        if prefix.join("include/shmem.h").is_file() {
-            return Ok(Dirs {
-                include: prefix.join("include"),
-                lib: prefix.join("lib"),
-            });
-        }
+    if let Some(prefix) = bin.parent()
+        && prefix.join("include/shmem.h").is_file()
+    {
+        return Ok(Dirs {
+            include: prefix.join("include"),
+            lib: prefix.join("lib"),
+        });
     }
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
     if source.join("shmem.h").is_file() {

@@ -370,10 +370,10 @@ fn run(cli: Cli) -> Result<u8, String> {
         unsafe {
             cmd.pre_exec(move || {
                 child_setup(parent, cpu, cause_fd);
-                if let Some(ns) = netns {
-                    if libc::setns(ns, libc::CLONE_NEWNET) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
+                if let Some(ns) = netns
+                    && libc::setns(ns, libc::CLONE_NEWNET) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
             });
@@ -446,24 +446,25 @@ fn run(cli: Cli) -> Result<u8, String> {
         if running == 0 {
             break;
         }
-        if stopping.is_none() {
-            if let Some((rank, outcome)) = first_failure {
-                let after = causes.after(rank);
-                conduits::report!(
-                    "oshrun: PE {rank} (pid {}) {}{after}; stopping the other {running} PE{}",
-                    pes[rank].pid,
-                    describe(outcome),
-                    if running == 1 { "" } else { "s" }
-                );
-                stopping = Some(stop(&pes));
-                reported = true;
-            }
+        if stopping.is_none()
+            && let Some((rank, outcome)) = first_failure
+        {
+            let after = causes.after(rank);
+            conduits::report!(
+                "oshrun: PE {rank} (pid {}) {}{after}; stopping the other {running} PE{}",
+                pes[rank].pid,
+                describe(outcome),
+                if running == 1 { "" } else { "s" }
+            );
+            stopping = Some(stop(&pes));
+            reported = true;
         }
-        if let Some(t) = stopping {
-            if !killed && t.elapsed() >= GRACE {
-                kill_all(&pes, libc::SIGKILL);
-                killed = true;
-            }
+        if let Some(t) = stopping
+            && !killed
+            && t.elapsed() >= GRACE
+        {
+            kill_all(&pes, libc::SIGKILL);
+            killed = true;
         }
     }
     if let (Some((rank, outcome)), false) = (first_failure, reported) {

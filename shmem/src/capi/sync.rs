@@ -72,7 +72,7 @@ fn progress(rt: &Runtime, call: &'static str) {
 /// is reported, not read).
 #[inline]
 fn aligned<T>(rt: &Runtime, call: &'static str, p: *const T) {
-    if (p as usize) % align_of::<T>() != 0 || p.is_null() {
+    if !(p as usize).is_multiple_of(align_of::<T>()) || p.is_null() {
         fail(invalid(
             rt,
             call,

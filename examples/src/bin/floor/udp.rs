@@ -254,10 +254,10 @@ impl Floor {
         let t0 = Instant::now();
         loop {
             if let Some(n) = try_recv(&self.s, &mut self.buf)? {
-                if let Some(h) = Hdr::read(&self.buf[..n]) {
-                    if h.trial == self.trial {
-                        return Ok(Some(h));
-                    }
+                if let Some(h) = Hdr::read(&self.buf[..n])
+                    && h.trial == self.trial
+                {
+                    return Ok(Some(h));
                 }
             } else if t0.elapsed() > STALL {
                 return Ok(None);
@@ -315,11 +315,12 @@ impl Floor {
                 }
                 match try_recv(&self.s, &mut self.buf)? {
                     Some(n) => {
-                        if let Some(a) = Hdr::read(&self.buf[..n]) {
-                            if a.trial == self.trial && a.seq as usize > acked {
-                                acked = a.seq as usize;
-                                progress = Instant::now();
-                            }
+                        if let Some(a) = Hdr::read(&self.buf[..n])
+                            && a.trial == self.trial
+                            && a.seq as usize > acked
+                        {
+                            acked = a.seq as usize;
+                            progress = Instant::now();
                         }
                     }
                     None if progress.elapsed() > STALL => {

@@ -275,7 +275,7 @@ fn decode_amo(b: &[u8], common: Common, target: NodeId) -> Result<Descriptor, Cm
     let width = AmoWidth::from_bytes(b[9]).ok_or(CmdError::BadAmoWidth(b[9]))?;
     zero(b, 10, 24, 0)?;
     let remote = u64_at(b, 24);
-    if remote % width.bytes() as u64 != 0 {
+    if !remote.is_multiple_of(width.bytes() as u64) {
         return Err(CmdError::Misaligned {
             offset: remote,
             align: width.bytes() as u8,

@@ -66,7 +66,7 @@ impl Coll<'_> {
                 }
                 let (right, left) = (abs((v + 1) % n), abs((v + n - 1) % n));
                 for s in 0..n - 1 {
-                    if (v + 1) % n != 0 {
+                    if !(v + 1).is_multiple_of(n) {
                         let (o, l) = blk((v + n - s) % n);
                         self.send_seg(right, dest + o, dest + o, l)?;
                     }
