@@ -158,7 +158,9 @@ fn udp_lines(trials: usize) -> std::io::Result<()> {
         let iters = lat_iters(n);
         let per = trials_median(trials, || f.round_trips(n, iters))? / iters as f64;
         for op in ["put_lat", "get_lat"] {
-            println!("{op} {n} {:.2} {:.1}", per * 1e6, n as f64 / per / 1e6);
+            // Six decimals: under load a round trip can take milliseconds,
+            // and 8 bytes per millisecond would round to 0.0 MB/s.
+            println!("{op} {n} {:.3} {:.6}", per * 1e6, n as f64 / per / 1e6);
         }
         n *= 2;
     }
