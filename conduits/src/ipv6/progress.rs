@@ -9,9 +9,25 @@
 //! requests while the application computes. While an application thread
 //! drives, the progress thread stays parked off the socket, so the two do
 //! not compete for datagrams or for the CPU they are often pinned to.
-
+//!
+//! # Submission queues
+//!
+//! A put, non-blocking get or non-fetching atomic on a context other than
+//! the default one never waits for the core's mutex: when another thread
+//! holds the core, the command goes to its context's queue (a channel
+//! whose receiving end the core keeps) and the call returns. The mutex is
+//! only ever taken through [`lock`] and [`try_lock`], whose guard
+//! ([`Held`]) moves every queued command into the core's backlog when it is
+//! taken by a submit or a step and again when it is let go, then sends
+//! them; after letting go it looks at [`Shared::queued`] once more and, if
+//! a command arrived meanwhile and the mutex is free, takes it again. A
+//! sender counts its command in `queued` and then tries the mutex itself,
+//! each side with a sequentially consistent fence between its write and its
+//! read, so at least one of the two sees the other: a queued command is
+//! never left waiting for a later call. The progress thread's steps drain
+//! the queues too.
 use super::batch::{RecvBatch, SendBatch};
-use super::{Outcome, Shared, Want};
+use super::{Outcome, Queued, Shared, Want};
 use crate::config::BatchMode;
 use crate::error::ConduitError;
 use crate::segment::SegMemory;
@@ -22,7 +38,8 @@ use gasnet_core::{AmError, HandlerFn};
 use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddrV6, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{Ordering, fence};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -62,6 +79,8 @@ pub(crate) struct Core {
     /// What each command's completion is for, and its context.
     waiting: HashMap<u64, (u32, Want)>,
     backlog: VecDeque<(u64, Command)>,
+    /// The receiving ends of the contexts' submission queues.
+    queues: Vec<Receiver<Queued>>,
     flushes: Vec<u64>,
     rx: RecvBatch,
     tx: SendBatch,
@@ -92,6 +111,7 @@ impl Core {
             impair: impair.map(|f| Impairer::new(f, seed)),
             waiting: HashMap::new(),
             backlog: VecDeque::new(),
+            queues: Vec::new(),
             flushes: Vec::new(),
             rx: RecvBatch::new(mode),
             tx,
@@ -107,11 +127,36 @@ impl Core {
     }
 
     /// Takes command `cmd` of context `ctx` under `tag` and sends what it
-    /// can at once.
+    /// can at once. Queued commands go first: a blocking get or fetching
+    /// atomic is issued after every put this PE queued before it.
     pub(crate) fn submit(&mut self, sh: &Shared, tag: u64, ctx: u32, cmd: Command, want: Want) {
+        self.take_queued(sh);
         self.waiting.insert(tag, (ctx, want));
         self.backlog.push_back((tag, cmd));
         self.pump(sh, Instant::now());
+    }
+
+    /// Keeps the receiving end of a context's submission queue.
+    pub(crate) fn add_queue(&mut self, rx: Receiver<Queued>) {
+        self.queues.push(rx);
+    }
+
+    /// Moves every command waiting in a context's queue into the backlog,
+    /// in each queue's order. Returns whether there was any.
+    pub(crate) fn take_queued(&mut self, sh: &Shared) -> bool {
+        if sh.queued.load(Ordering::Acquire) <= 0 {
+            return false;
+        }
+        let mut n = 0;
+        for rx in &self.queues {
+            while let Ok(q) = rx.try_recv() {
+                self.waiting.insert(q.tag, (q.ctx, q.want));
+                self.backlog.push_back((q.tag, q.cmd));
+                n += 1;
+            }
+        }
+        sh.queued.fetch_sub(n, Ordering::AcqRel);
+        n > 0
     }
 
     /// Registers a handler in the engine's table.
@@ -149,7 +194,7 @@ impl Core {
     /// datagrams out, timers. Returns whether anything happened.
     pub(crate) fn step(&mut self, sh: &Shared) -> bool {
         let now = Instant::now();
-        let mut work = false;
+        let mut work = self.take_queued(sh);
         let fd = self.sock.as_raw_fd();
         for _ in 0..RECV_ROUNDS {
             let n = self.rx.recv(fd);
@@ -321,13 +366,73 @@ impl Core {
     }
 }
 
+/// The core, held by this thread. Letting go of it sends what the
+/// contexts queued meanwhile, and takes the core again if a command was
+/// queued after that and nobody holds it (module documentation).
+pub(crate) struct Held<'a> {
+    m: &'a Mutex<Core>,
+    sh: &'a Shared,
+    g: Option<MutexGuard<'a, Core>>,
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        self.g
+            .as_deref()
+            .expect("the core is held until the guard drops")
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Core {
+        self.g
+            .as_deref_mut()
+            .expect("the core is held until the guard drops")
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        loop {
+            if let Some(mut c) = self.g.take() {
+                if c.take_queued(self.sh) {
+                    c.pump(self.sh, Instant::now());
+                }
+            }
+            // Pairs with the fence in `Ipv6Conduit::enqueue`: either this
+            // load sees the sender's count, or its try_lock sees the mutex
+            // free (released above).
+            fence(Ordering::SeqCst);
+            if self.sh.queued.load(Ordering::SeqCst) <= 0 {
+                return;
+            }
+            match raw_try_lock(self.m) {
+                Some(g) => self.g = Some(g),
+                None => return,
+            }
+        }
+    }
+}
+
 /// Locks `m` whether or not a panicking thread poisoned it.
-pub(crate) fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+pub(crate) fn lock<'a>(m: &'a Mutex<Core>, sh: &'a Shared) -> Held<'a> {
+    Held {
+        m,
+        sh,
+        g: Some(m.lock().unwrap_or_else(|e| e.into_inner())),
+    }
 }
 
 /// Locks `m` if no other thread holds it.
-pub(crate) fn try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
+pub(crate) fn try_lock<'a>(m: &'a Mutex<Core>, sh: &'a Shared) -> Option<Held<'a>> {
+    raw_try_lock(m).map(|g| Held { m, sh, g: Some(g) })
+}
+
+fn raw_try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
     match m.try_lock() {
         Ok(g) => Some(g),
         Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
@@ -342,7 +447,7 @@ pub(crate) fn try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
 /// it through a whole bootstrap collective (finalize's barrier, say), and
 /// a peer may need this PE's answers before it can join that collective.
 pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: usize) {
-    let sock_fd = lock(&core).sock_fd();
+    let sock_fd = lock(&core, &sh).sock_fd();
     let mut last_work = Instant::now();
     let mut last_boot_check = Instant::now();
     loop {
@@ -357,7 +462,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
         }
         if sh.stop.load(Ordering::Acquire) {
             if sh.print_stats {
-                let c = lock(&core);
+                let c = lock(&core, &sh);
                 crate::report!(
                     "fshmem ipv6: PE {rank}: {:?}; datagrams sent to each PE: {:?}",
                     c.stats(),
@@ -371,7 +476,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
             sh.wake.clear();
             continue;
         }
-        let work = match try_lock(&core) {
+        let work = match try_lock(&core, &sh) {
             Some(mut c) => c.step(&sh),
             None => false,
         };
@@ -383,7 +488,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
             std::thread::yield_now();
             continue;
         }
-        let timeout = lock(&core).idle_for(MAX_SLEEP);
+        let timeout = lock(&core, &sh).idle_for(MAX_SLEEP);
         if !timeout.is_zero() && sh.drivers.load(Ordering::Acquire) == 0 {
             super::net::wait_readable(Some(sock_fd), sh.wake.fd(), timeout);
             sh.wake.clear();
