@@ -24,8 +24,8 @@
 //! (a channel; the core keeps its receiving end). A put, non-blocking get
 //! or non-fetching atomic on such a context that finds the core held by
 //! another thread is queued instead of waiting for the mutex, and the
-//! holder sends it before and after it lets go ([`progress`] tells how no
-//! command is left behind).
+//! holder sends it before and after it lets go (the `progress` module
+//! tells how no command is left behind).
 //!
 //! # Operations
 //!
@@ -498,9 +498,9 @@ impl Ipv6Conduit {
             );
             return;
         }
-        self.shared.queued.fetch_add(1, Ordering::SeqCst);
-        // Pairs with the fence in `progress::Held::drop`.
-        std::sync::atomic::fence(Ordering::SeqCst);
+        // A read-modify-write, as the holder's check after it lets go
+        // (`progress::Held::drop`): one of the two reads the other's.
+        self.shared.queued.fetch_add(1, Ordering::AcqRel);
         drop(progress::try_lock(&self.core, &self.shared));
     }
 

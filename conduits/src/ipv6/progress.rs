@@ -19,13 +19,19 @@
 //! only ever taken through [`lock`] and [`try_lock`], whose guard
 //! ([`Held`]) moves every queued command into the core's backlog when it is
 //! taken by a submit or a step and again when it is let go, then sends
-//! them; after letting go it looks at [`Shared::queued`] once more and, if
-//! a command arrived meanwhile and the mutex is free, takes it again. A
-//! sender counts its command in `queued` and then tries the mutex itself,
-//! each side with a sequentially consistent fence between its write and its
-//! read, so at least one of the two sees the other: a queued command is
-//! never left waiting for a later call. The progress thread's steps drain
-//! the queues too.
+//! them; after letting go it reads [`Shared::queued`] once more and, if a
+//! command arrived meanwhile and the mutex is free, takes it again. A
+//! sender counts its command in `queued` after putting it on the queue and
+//! then tries the mutex itself. Both touch `queued` with read-modify-writes
+//! (every write to it is one), which read the latest value: if the
+//! holder's comes second it sees the sender's count; if it comes first,
+//! the sender's reads from it, so the sender's try_lock happens after the
+//! unlock and finds the mutex free (or held by a thread that will look
+//! again as it lets go). Either way a queued command is never left waiting
+//! for a later call. Until this PE creates its first context there is no
+//! queue and the look after letting go is skipped: the default context's
+//! path costs what it did. The progress thread's steps drain the queues
+//! too.
 use super::batch::{RecvBatch, SendBatch};
 use super::{Outcome, Queued, Shared, Want};
 use crate::config::BatchMode;
@@ -38,7 +44,7 @@ use gasnet_core::{AmError, HandlerFn};
 use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddrV6, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{Ordering, fence};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
@@ -366,6 +372,14 @@ impl Core {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Run once by the next [`Held`] dropped on this thread, between its
+    /// last drain and its unlock (tests: a command queued in that window).
+    pub(crate) static BEFORE_UNLOCK: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// The core, held by this thread. Letting go of it sends what the
 /// contexts queued meanwhile, and takes the core again if a command was
 /// queued after that and nobody holds it (module documentation).
@@ -402,12 +416,19 @@ impl Drop for Held<'_> {
                 if c.take_queued(self.sh) {
                     c.pump(self.sh, Instant::now());
                 }
+                #[cfg(test)]
+                BEFORE_UNLOCK.with_borrow_mut(|f| f.take().map(|f| f()));
+                if c.queues.is_empty() {
+                    // No context has a queue (one is added under this
+                    // mutex): nothing can have been queued.
+                    return;
+                }
             }
-            // Pairs with the fence in `Ipv6Conduit::enqueue`: either this
-            // load sees the sender's count, or its try_lock sees the mutex
-            // free (released above).
-            fence(Ordering::SeqCst);
-            if self.sh.queued.load(Ordering::SeqCst) <= 0 {
+            // A read-modify-write after the unlock, as the sender's count
+            // before its try_lock (`Ipv6Conduit::enqueue`): either this
+            // reads the count, or the sender's try_lock finds the mutex
+            // released.
+            if self.sh.queued.fetch_add(0, Ordering::AcqRel) <= 0 {
                 return;
             }
             match raw_try_lock(self.m) {

@@ -457,3 +457,136 @@ fn a_contexts_puts_return_while_another_thread_holds_the_engine() {
         c.finalize().unwrap();
     });
 }
+
+/// The window the check after unlocking closes: a command queued after the
+/// holder's last drain, while it still holds the core (the sender's
+/// try_lock fails), is sent by the holder once it lets go, before its drop
+/// returns. PE 0's progress thread is stopped, so that nobody else can
+/// take the core and send it.
+#[test]
+fn a_command_queued_while_the_holder_lets_go_is_sent_by_the_holder() {
+    job(2, Settings::default(), |c| {
+        if c.rank() == 0 {
+            c.stop_thread();
+            let ctx = c.ctx_create().unwrap();
+            std::thread::scope(|s| {
+                let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+                let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+                let c = &c;
+                let issuer = s.spawn(move || {
+                    go_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+                    c.put(ctx, 1, 64, &[0x3c; 8]).unwrap();
+                    done_tx.send(()).unwrap();
+                });
+                let held = c.hold_engine();
+                progress::BEFORE_UNLOCK.with_borrow_mut(|f| {
+                    *f = Some(Box::new(move || {
+                        go_tx.send(()).unwrap();
+                        done_rx
+                            .recv_timeout(Duration::from_secs(20))
+                            .expect("the put returned while the core was held");
+                    }))
+                });
+                drop(held);
+                assert_eq!(
+                    c.shared.queued.load(Ordering::SeqCst),
+                    0,
+                    "the put queued in the holder's last moment was left in its queue"
+                );
+                issuer.join().unwrap();
+            });
+            c.quiet(ctx).unwrap();
+            let mut b = [0u8; 8];
+            c.get(ctx, 1, 64, &mut b).unwrap();
+            assert_eq!(b, [0x3c; 8]);
+            c.ctx_destroy(ctx).unwrap();
+        }
+        c.barrier().unwrap();
+        c.finalize().unwrap();
+    });
+}
+
+/// Threads each on their own context (and one on the default context)
+/// issue puts and atomics at once, contending for the core. Once they have
+/// all returned nothing stays queued (the progress thread may hold the
+/// core a moment longer, so this is awaited, bounded, without calling the
+/// conduit), and after each context's quiet every byte and count is exact.
+#[test]
+fn threads_on_their_own_contexts_leave_nothing_queued_and_land_exactly() {
+    job(2, Settings::default(), |c| {
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 300;
+        let value = |t: usize, i: usize| ((t as u64) << 32) | i as u64;
+        let big =
+            |t: usize, i: usize| -> Vec<u8> { (0..2000).map(|k| (k + 7 * i + t) as u8).collect() };
+        if c.rank() == 0 {
+            let ctxs: Vec<CtxId> = (0..THREADS)
+                .map(|t| {
+                    if t == 0 {
+                        CtxId::DEFAULT
+                    } else {
+                        c.ctx_create().unwrap()
+                    }
+                })
+                .collect();
+            std::thread::scope(|s| {
+                for (t, &ctx) in ctxs.iter().enumerate() {
+                    let c = &c;
+                    s.spawn(move || {
+                        for i in 0..ROUNDS {
+                            let at = 8 * (t * ROUNDS + i);
+                            c.put(ctx, 1, at, &value(t, i).to_le_bytes()).unwrap();
+                            c.atomic(ctx, 1, 65536 + 8 * t, AmoOp::Add, AmoWidth::W64, 1, 0)
+                                .unwrap();
+                            if i % 10 == 0 {
+                                c.put(ctx, 1, 131072 + 4096 * t, &big(t, i)).unwrap();
+                                c.fence(ctx).unwrap();
+                            }
+                        }
+                    });
+                }
+            });
+            let start = Instant::now();
+            while c.shared.queued.load(Ordering::SeqCst) != 0 {
+                assert!(
+                    start.elapsed() < Duration::from_secs(20),
+                    "{} commands were left in the contexts' queues",
+                    c.shared.queued.load(Ordering::SeqCst)
+                );
+                std::thread::yield_now();
+            }
+            for &ctx in &ctxs {
+                c.quiet(ctx).unwrap();
+                assert_eq!(c.outstanding(ctx).unwrap(), 0);
+            }
+            for t in 0..THREADS {
+                let mut w = vec![0u8; 8 * ROUNDS];
+                c.get(CtxId::DEFAULT, 1, 8 * t * ROUNDS, &mut w).unwrap();
+                for i in 0..ROUNDS {
+                    let got = u64::from_le_bytes(w[8 * i..8 * i + 8].try_into().unwrap());
+                    assert_eq!(got, value(t, i), "thread {t}, put {i}");
+                }
+                let n = c
+                    .atomic(
+                        CtxId::DEFAULT,
+                        1,
+                        65536 + 8 * t,
+                        AmoOp::Fetch,
+                        AmoWidth::W64,
+                        0,
+                        0,
+                    )
+                    .unwrap();
+                assert_eq!(n, ROUNDS as u64);
+                let mut v = vec![0u8; 2000];
+                c.get(CtxId::DEFAULT, 1, 131072 + 4096 * t, &mut v).unwrap();
+                assert!(v == big(t, ROUNDS - 10), "thread {t}'s last large put won");
+            }
+            for &ctx in &ctxs[1..] {
+                c.ctx_destroy(ctx).unwrap();
+            }
+        }
+        c.barrier().unwrap();
+        c.finalize().unwrap();
+    });
+}
