@@ -1,6 +1,32 @@
 //! The host side of the command queue: tags, the staging ring, what each
-//! completion is for, and the per-context counts that make `quiet` per
-//! context. Every operation of the conduit becomes descriptors here.
+//! completion is for, the per-context counts that make `quiet` per
+//! context, and the per-context submission queues. Every operation of the
+//! conduit becomes descriptors here.
+//!
+//! # Submission queues
+//!
+//! The board has one command queue (`spec/registers.md` §6.1), written by
+//! whichever thread holds [`Host`]. A put, non-fetching atomic,
+//! put-with-signal or fence on a context other than the default one never
+//! waits for that lock: when another thread holds it, the operation
+//! becomes a [`Queued`] item (a ready descriptor, or a put owning a copy of
+//! its bytes, to be staged) on its context's queue, a channel whose
+//! receiving end [`Host`] keeps, and the call returns. The lock is only
+//! taken through [`FpgaConduit::lock`] and [`FpgaConduit::try_lock`], whose
+//! guard ([`HostGuard`]) writes every queued item to the board when the
+//! lock is taken and again when it is let go; after letting go it reads
+//! [`FpgaConduit::queued`] once more and, if an item arrived meanwhile and
+//! the lock is free, takes it again. A queuing thread counts its item in
+//! `queued` after sending it and then tries the lock itself. Both touch
+//! `queued` with read-modify-writes (every write to it is one), which read
+//! the latest value: if the holder's comes second it sees the count; if
+//! first, the queuing thread's reads from it, so its try_lock happens
+//! after the unlock and finds the lock free (or held by a thread that will
+//! look again as it lets go). No item waits for a later call. Until the
+//! PE creates its first context there is no queue and that look is
+//! skipped. Queued bytes are bounded ([`QUEUED_BYTES_MAX`]); past that a
+//! put waits for the lock, as every operation did before (back-pressure,
+//! never an error).
 
 use super::*;
 
@@ -89,16 +115,110 @@ pub(super) enum Waiter {
 /// [`FpgaConduit::fresh_tag`] keeps the other tags below this bit.
 pub(super) const COUNT_TAG: u32 = 1 << 31;
 
-/// One context's bookkeeping.
+/// Most bytes of put data waiting in the contexts' queues; a put that
+/// would pass it waits for the host's lock instead.
+pub(super) const QUEUED_BYTES_MAX: u64 = 2 * STAGE_BYTES;
+
+/// Bytes a queued item counts for [`QUEUED_BYTES_MAX`] besides its data.
+const ITEM_BYTES: u64 = 64;
+
+/// One context's bookkeeping, read and counted without the host's lock.
 #[derive(Debug, Default)]
 pub(super) struct CtxState {
     /// Created and not destroyed (the default context always is).
-    pub(super) live: bool,
-    /// Commands of it whose completion has not arrived.
-    pub(super) outstanding: u64,
+    pub(super) live: AtomicBool,
+    /// Commands of it that ask for a completion, counted when issued
+    /// (queued ones included; [`CtxState::count`]).
+    pub(super) issued: AtomicU64,
+    /// Of those, the ones whose completion was handled (or that were never
+    /// written). Written only by the holder of the host's lock.
+    pub(super) completed: AtomicU64,
     /// The first error of its commands since its last quiet (blocking
     /// callers get theirs directly).
-    pub(super) error: Option<ConduitError>,
+    pub(super) error: Mutex<Option<ConduitError>>,
+    /// Its submission queue (non-default contexts, from their first
+    /// creation on; the receiving end is [`Host::queues`]).
+    pub(super) queue: OnceLock<Sender<Queued>>,
+}
+
+impl CtxState {
+    pub(super) fn is_live(&self) -> bool {
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// Counts `n` more commands of context `ctx` (this state) as issued.
+    /// The default context is counted only under the host's lock (all its
+    /// operations take it), so a plain store does; other contexts are
+    /// counted by threads that do not hold it.
+    #[inline]
+    pub(super) fn count(&self, ctx: CtxId, n: u64) {
+        if ctx == CtxId::DEFAULT {
+            let v = self.issued.load(Ordering::Relaxed);
+            self.issued.store(v + n, Ordering::Release);
+        } else {
+            self.issued.fetch_add(n, Ordering::AcqRel);
+        }
+    }
+
+    /// Counts `n` of its commands as completed; the caller holds the
+    /// host's lock.
+    #[inline]
+    pub(super) fn complete(&self, n: u64) {
+        let v = self.completed.load(Ordering::Relaxed);
+        self.completed.store(v + n, Ordering::Release);
+    }
+
+    /// Its commands issued and not completed.
+    pub(super) fn outstanding(&self) -> u64 {
+        let done = self.completed.load(Ordering::Acquire);
+        self.issued.load(Ordering::Acquire).saturating_sub(done)
+    }
+
+    /// Records `e` unless an earlier error waits for the next quiet.
+    pub(super) fn record(&self, e: ConduitError) {
+        self.error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    }
+
+    /// The first error since the last quiet, clearing it.
+    pub(super) fn take_error(&self) -> Option<ConduitError> {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// An operation of a non-default context waiting in its context's queue
+/// for the thread that holds the host's lock.
+#[derive(Debug)]
+pub(super) enum Queued {
+    /// A descriptor ready as it is (an inline put, a non-fetching atomic:
+    /// count-only tags), counted for context `ctx` when queued.
+    Desc { ctx: u32, d: Descriptor },
+    /// A put of the conduit's copy of its bytes, staged when written; its
+    /// pieces were counted for context `ctx` when queued.
+    Put {
+        ctx: u32,
+        pe: usize,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    /// A Fence descriptor of context `ctx`.
+    Fence { ctx: u32 },
+}
+
+impl Queued {
+    fn bytes(&self) -> u64 {
+        match self {
+            Queued::Put { data, .. } => ITEM_BYTES + data.len() as u64,
+            _ => ITEM_BYTES,
+        }
+    }
+}
+
+/// The pieces a staged put or get of `len` bytes is sent as.
+pub(super) fn pieces(len: usize) -> u64 {
+    len.div_ceil(CHUNK) as u64
 }
 
 /// Hashes a command tag for the maps keyed by tags, which sit on the path
@@ -134,7 +254,10 @@ pub(super) struct Host {
     pub(super) next_tag: u32,
     /// Each tagged command's context and what its completion is for.
     pub(super) waiting: TagMap<(u32, Waiter)>,
-    pub(super) ctxs: Vec<CtxState>,
+    /// Every context's state (the conduit's [`FpgaConduit::ctxs`]).
+    pub(super) ctxs: Arc<[CtxState]>,
+    /// The receiving ends of the contexts' submission queues.
+    pub(super) queues: Vec<Receiver<Queued>>,
     pub(super) done: TagMap<Completion>,
     pub(super) stage: Stage,
     /// Something was issued since the last fence.
@@ -143,30 +266,92 @@ pub(super) struct Host {
 
 impl Host {
     /// The state of context `ctx`, if it exists.
-    pub(super) fn ctx(&mut self, ctx: CtxId) -> Result<&mut CtxState> {
-        match self.ctxs.get_mut(ctx.index()) {
-            Some(c) if c.live => Ok(c),
-            _ => Err(ConduitError::NoContext { ctx: ctx.0 }),
-        }
+    pub(super) fn ctx(&self, ctx: CtxId) -> Result<&CtxState> {
+        slot(&self.ctxs, ctx)
     }
 
-    /// Registers tagged command `tag` of `ctx`, to be handled by `w` when
-    /// its completion arrives.
+    /// Registers tagged command `tag` of `ctx`, counted as issued from now
+    /// on, to be handled by `w` when its completion arrives.
     pub(super) fn expect(&mut self, ctx: CtxId, tag: u32, w: Waiter) {
-        if let Some(c) = self.ctxs.get_mut(ctx.index()) {
-            c.outstanding += 1;
+        if let Some(c) = self.ctxs.get(ctx.index()) {
+            c.count(ctx, 1);
         }
         self.waiting.insert(tag, (ctx.0, w));
     }
+}
 
-    /// The tag of a command of `ctx` whose completion is only counted
-    /// ([`COUNT_TAG`]), counted as outstanding from now on.
-    #[inline]
-    pub(super) fn counted(&mut self, ctx: CtxId) -> u32 {
-        if let Some(c) = self.ctxs.get_mut(ctx.index()) {
-            c.outstanding += 1;
+/// The state of context `ctx` in `ctxs`, if it exists.
+#[inline]
+pub(super) fn slot(ctxs: &[CtxState], ctx: CtxId) -> Result<&CtxState> {
+    match ctxs.get(ctx.index()) {
+        Some(c) if c.is_live() => Ok(c),
+        _ => Err(ConduitError::NoContext { ctx: ctx.0 }),
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Run once by the next [`HostGuard`] dropped on this thread, between
+    /// its last drain and its unlock (tests: an item queued in that
+    /// window).
+    pub(super) static BEFORE_UNLOCK: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The host's lock, held by this thread. Taking it and letting go of it
+/// write what the contexts queued meanwhile to the board; after letting
+/// go, it is taken again if an item was queued since and nobody holds it
+/// (module documentation).
+pub(super) struct HostGuard<'a> {
+    c: &'a FpgaConduit,
+    g: Option<MutexGuard<'a, Host>>,
+}
+
+impl std::ops::Deref for HostGuard<'_> {
+    type Target = Host;
+    fn deref(&self) -> &Host {
+        self.g
+            .as_deref()
+            .expect("the lock is held until the guard drops")
+    }
+}
+
+impl std::ops::DerefMut for HostGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Host {
+        self.g
+            .as_deref_mut()
+            .expect("the lock is held until the guard drops")
+    }
+}
+
+impl Drop for HostGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
         }
-        COUNT_TAG | ctx.0
+        loop {
+            if let Some(mut h) = self.g.take() {
+                self.c.drain(&mut h);
+                #[cfg(test)]
+                BEFORE_UNLOCK.with_borrow_mut(|f| f.take().map(|f| f()));
+                if h.queues.is_empty() {
+                    // No context has a queue (one is added under this
+                    // lock): nothing can have been queued.
+                    return;
+                }
+            }
+            // A read-modify-write after the unlock, as the queuing thread's
+            // count before its try_lock (`FpgaConduit::enqueue`): either
+            // this reads the count, or that try_lock finds the lock
+            // released.
+            if self.c.queued.fetch_add(0, Ordering::AcqRel) <= 0 {
+                return;
+            }
+            match self.c.raw_try_lock() {
+                Some(h) => self.g = Some(h),
+                None => return,
+            }
+        }
     }
 }
 
@@ -181,8 +366,136 @@ pub(super) fn status_error(pe: usize, c: &Completion) -> ConduitError {
 }
 
 impl FpgaConduit {
-    pub(super) fn lock(&self) -> MutexGuard<'_, Host> {
-        self.host.lock().unwrap_or_else(|p| p.into_inner())
+    /// Takes the host's lock (whether or not a panicking thread poisoned
+    /// it) and writes what the contexts queued.
+    pub(super) fn lock(&self) -> HostGuard<'_> {
+        let mut h = self.host.lock().unwrap_or_else(|p| p.into_inner());
+        self.drain(&mut h);
+        HostGuard {
+            c: self,
+            g: Some(h),
+        }
+    }
+
+    /// As [`FpgaConduit::lock`], if no other thread holds the lock.
+    pub(super) fn try_lock(&self) -> Option<HostGuard<'_>> {
+        let mut h = self.raw_try_lock()?;
+        self.drain(&mut h);
+        Some(HostGuard {
+            c: self,
+            g: Some(h),
+        })
+    }
+
+    fn raw_try_lock(&self) -> Option<MutexGuard<'_, Host>> {
+        match self.host.try_lock() {
+            Ok(h) => Some(h),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// The state of context `ctx`, if it exists (no lock).
+    #[inline]
+    pub(super) fn slot(&self, ctx: CtxId) -> Result<&CtxState> {
+        slot(&self.ctxs, ctx)
+    }
+
+    /// The host's lock for an operation of `ctx` that adds `bytes` to the
+    /// queues if it cannot have it: taken, waiting for it, on the default
+    /// context or when the queues hold too much already; else only if no
+    /// other thread holds it.
+    #[inline]
+    fn lock_for(&self, ctx: CtxId, bytes: u64) -> Option<HostGuard<'_>> {
+        if ctx == CtxId::DEFAULT
+            || self
+                .queued_bytes
+                .load(Ordering::Relaxed)
+                .saturating_add(bytes)
+                > QUEUED_BYTES_MAX
+        {
+            Some(self.lock())
+        } else {
+            self.try_lock()
+        }
+    }
+
+    /// Puts `q` on context `st`'s queue for the thread holding the lock,
+    /// then takes the lock itself if it is free by now.
+    fn enqueue(&self, st: &CtxState, q: Queued) {
+        // Counted before it can be taken, so the count never goes below 0.
+        let bytes = q.bytes();
+        self.queued_bytes.fetch_add(bytes, Ordering::Relaxed);
+        let q = match st.queue.get() {
+            Some(tx) => match tx.send(q) {
+                Ok(()) => None,
+                Err(SendError(q)) => Some(q),
+            },
+            None => Some(q),
+        };
+        if let Some(q) = q {
+            // No queue (cannot happen for a context ctx_create made): the
+            // item waits for the lock instead.
+            self.queued_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            let mut h = self.lock();
+            self.run_queued(&mut h, q);
+            return;
+        }
+        // A read-modify-write, as the holder's check after it lets go
+        // (`HostGuard::drop`): one of the two reads the other's.
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        drop(self.try_lock());
+    }
+
+    /// Writes every queued item to the board, in each queue's order.
+    pub(super) fn drain(&self, h: &mut Host) {
+        if self.queued.load(Ordering::Acquire) <= 0 {
+            return;
+        }
+        let mut n = 0;
+        for i in 0..h.queues.len() {
+            while let Ok(q) = h.queues[i].try_recv() {
+                n += 1;
+                self.queued_bytes.fetch_sub(q.bytes(), Ordering::Relaxed);
+                self.run_queued(h, q);
+            }
+        }
+        self.queued.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// Writes one queued item; a failure is its context's error, reported
+    /// by its quiet, and its commands count as completed.
+    fn run_queued(&self, h: &mut Host, q: Queued) {
+        let (ctx, r) = match q {
+            Queued::Desc { ctx, d } => {
+                let r = self.submit(h, &d);
+                if r.is_err() {
+                    self.give_up(ctx, 1);
+                }
+                (ctx, r)
+            }
+            Queued::Put {
+                ctx,
+                pe,
+                offset,
+                data,
+            } => (
+                ctx,
+                self.send_staged(h, CtxId(ctx), pe, offset, data.as_ptr(), data.len()),
+            ),
+            Queued::Fence { ctx } => (ctx, self.write_fence(h)),
+        };
+        if let (Err(e), Some(st)) = (r, self.ctxs.get(ctx as usize)) {
+            st.record(e);
+        }
+    }
+
+    /// Counts `n` commands of `ctx` that were never written as completed
+    /// (under the host's lock).
+    fn give_up(&self, ctx: u32, n: u64) {
+        if let Some(st) = self.ctxs.get(ctx as usize) {
+            st.complete(n);
+        }
     }
 
     #[inline(always)]
@@ -200,10 +513,9 @@ impl FpgaConduit {
                 None => return,
             }
         };
-        if let Some(st) = h.ctxs.get_mut(ctx as usize) {
-            st.outstanding = st.outstanding.saturating_sub(1);
-            if !c.status.is_ok() && st.error.is_none() && !matches!(w, Waiter::Keep) {
-                st.error = Some(status_error(c.target as usize, &c));
+        if !c.status.is_ok() && !matches!(w, Waiter::Keep) {
+            if let Some(st) = h.ctxs.get(ctx as usize) {
+                st.record(status_error(c.target as usize, &c));
             }
         }
         match w {
@@ -223,6 +535,11 @@ impl FpgaConduit {
             }
             Waiter::Count => {}
         }
+        // Counted once its data is where it goes: a quiet that reads the
+        // count sees a landed get_nbi.
+        if let Some(st) = h.ctxs.get(ctx as usize) {
+            st.complete(1);
+        }
     }
 
     /// Reaps every completion the board has written; returns how many.
@@ -234,8 +551,8 @@ impl FpgaConduit {
                 Ok(c) => self.settle(h, c),
                 Err(e) => {
                     // Its tag is unknown: every context learns of it.
-                    for st in h.ctxs.iter_mut().filter(|c| c.live) {
-                        st.error.get_or_insert(ConduitError::PeerFailed {
+                    for st in h.ctxs.iter().filter(|c| c.is_live()) {
+                        st.record(ConduitError::PeerFailed {
                             pe: self.rank,
                             reason: format!("board wrote a malformed completion: {e}"),
                         });
@@ -254,7 +571,7 @@ impl FpgaConduit {
     }
 
     /// Writes a descriptor, reaping completions while the ring is full.
-    pub(super) fn submit(&self, h: &mut MutexGuard<'_, Host>, d: &Descriptor) -> Result<()> {
+    pub(super) fn submit(&self, h: &mut Host, d: &Descriptor) -> Result<()> {
         let enc = cmd::encode_slots(d);
         let mut b = Backoff::new();
         while !h.rings.try_submit(&self.board.bar0, enc.as_slots()) {
@@ -262,7 +579,7 @@ impl FpgaConduit {
                 b.reset();
                 continue;
             }
-            self.step_wait(&mut b, || "room in its board's command queue".to_string())?;
+            self.step_wait_held(&mut b, || "room in its board's command queue".to_string())?;
         }
         self.board.wake();
         h.dirty = true;
@@ -271,7 +588,7 @@ impl FpgaConduit {
 
     /// A staging allocation of `len` bytes, reaping completions until one
     /// is free.
-    pub(super) fn stage(&self, h: &mut MutexGuard<'_, Host>, len: usize) -> Result<(u64, u64)> {
+    pub(super) fn stage(&self, h: &mut Host, len: usize) -> Result<(u64, u64)> {
         let mut b = Backoff::new();
         loop {
             if let Some(a) = h.stage.alloc(len as u64) {
@@ -281,7 +598,7 @@ impl FpgaConduit {
                 b.reset();
                 continue;
             }
-            self.step_wait(&mut b, || {
+            self.step_wait_held(&mut b, || {
                 format!("{len} bytes of staging space (completions of earlier puts and gets)")
             })?;
         }
@@ -314,7 +631,8 @@ impl FpgaConduit {
 
     /// Puts `len` bytes at `src` to segment offset `offset` of `pe` on
     /// context `ctx` (no range check: internal areas are beyond the
-    /// symmetric segment).
+    /// symmetric segment). On a non-default context it never waits for
+    /// the host's lock held by another thread (module documentation).
     pub(super) fn raw_put(
         &self,
         ctx: CtxId,
@@ -323,10 +641,8 @@ impl FpgaConduit {
         src: *const u8,
         len: usize,
     ) -> Result<()> {
-        let mut h = self.lock();
-        h.ctx(ctx)?;
+        let st = self.slot(ctx)?;
         if pe == self.rank {
-            drop(h);
             // SAFETY: the destination lies in this PE's segment (callers
             // checked the range); `src` is valid for `len` bytes (caller).
             unsafe { std::ptr::copy(src, self.win(offset), len) };
@@ -337,34 +653,124 @@ impl FpgaConduit {
             let data = unsafe { std::slice::from_raw_parts(src, len) };
             let inline = Inline::new(data)
                 .map_err(|_| ConduitError::Unsupported("inline put longer than 32 bytes"))?;
-            let tag = h.counted(ctx);
             let d = Descriptor::Put {
-                common: Self::common(tag, true),
+                common: Self::common(COUNT_TAG | ctx.0, true),
                 target: pe as NodeId,
                 remote: offset,
                 source: cmd::PutSource::Inline(inline),
             };
-            return self.submit(&mut h, &d);
+            return self.issue(ctx, st, d);
         }
+        match self.lock_for(ctx, ITEM_BYTES + len as u64) {
+            Some(mut h) => {
+                st.count(ctx, pieces(len));
+                self.send_staged(&mut h, ctx, pe, offset, src, len)
+            }
+            None => {
+                st.count(ctx, pieces(len));
+                // SAFETY: `src` is valid for `len` bytes (caller); the queue
+                // owns a copy, so the caller may reuse its buffer at once.
+                let data = unsafe { std::slice::from_raw_parts(src, len) }.to_vec();
+                let q = Queued::Put {
+                    ctx: ctx.0,
+                    pe,
+                    offset,
+                    data,
+                };
+                self.enqueue(st, q);
+                Ok(())
+            }
+        }
+    }
+
+    /// Issues descriptor `d` of `ctx` (state `st`) whose tag is count-only
+    /// ([`COUNT_TAG`]): written now, or queued if `ctx` is not the default
+    /// context and another thread holds the lock.
+    #[inline]
+    pub(super) fn issue(&self, ctx: CtxId, st: &CtxState, d: Descriptor) -> Result<()> {
+        match self.lock_for(ctx, ITEM_BYTES) {
+            Some(mut h) => {
+                st.count(ctx, 1);
+                let r = self.submit(&mut h, &d);
+                if r.is_err() {
+                    self.give_up(ctx.0, 1);
+                }
+                r
+            }
+            None => {
+                st.count(ctx, 1);
+                self.enqueue(st, Queued::Desc { ctx: ctx.0, d });
+                Ok(())
+            }
+        }
+    }
+
+    /// A fence on `ctx`: a Fence descriptor now, or queued after `ctx`'s
+    /// queued items if another thread holds the lock.
+    pub(super) fn fence_ctx(&self, ctx: CtxId) -> Result<()> {
+        let st = self.slot(ctx)?;
+        match self.lock_for(ctx, ITEM_BYTES) {
+            Some(mut h) => self.write_fence(&mut h),
+            None => {
+                self.enqueue(st, Queued::Fence { ctx: ctx.0 });
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes a Fence descriptor if anything was issued since the last.
+    fn write_fence(&self, h: &mut Host) -> Result<()> {
+        if !h.dirty {
+            return Ok(());
+        }
+        let tag = Self::fresh_tag(h);
+        let d = Descriptor::Fence {
+            common: Self::common(tag, false),
+        };
+        self.submit(h, &d)?;
+        h.dirty = false;
+        Ok(())
+    }
+
+    /// Stages and writes a put of `len` bytes at `src` whose
+    /// [`pieces`] were counted for `ctx` already. On failure the pieces
+    /// not written count as completed and the error is returned.
+    fn send_staged(
+        &self,
+        h: &mut Host,
+        ctx: CtxId,
+        pe: usize,
+        offset: u64,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
         let mut at = 0;
         while at < len {
             let n = (len - at).min(CHUNK);
-            let (id, st) = self.stage(&mut h, n)?;
-            // SAFETY: `src+at..+n` is valid (caller); the staging slice is
-            // ours until its put completes.
-            unsafe { std::ptr::copy_nonoverlapping(src.add(at), self.win(st), n) };
-            let tag = Self::fresh_tag(&mut h);
-            h.expect(ctx, tag, Waiter::Free(id));
-            let d = Descriptor::Put {
-                common: Self::common(tag, true),
-                target: pe as NodeId,
-                remote: offset + at as u64,
-                source: cmd::PutSource::Local {
-                    addr: Local::Segment(st),
-                    len: n as u32,
-                },
-            };
-            self.submit(&mut h, &d)?;
+            let r = self.stage(h, n).and_then(|(id, st)| {
+                // SAFETY: `src+at..+n` is valid (caller); the staging slice
+                // is ours until its put completes.
+                unsafe { std::ptr::copy_nonoverlapping(src.add(at), self.win(st), n) };
+                let tag = Self::fresh_tag(h);
+                h.waiting.insert(tag, (ctx.0, Waiter::Free(id)));
+                let d = Descriptor::Put {
+                    common: Self::common(tag, true),
+                    target: pe as NodeId,
+                    remote: offset + at as u64,
+                    source: cmd::PutSource::Local {
+                        addr: Local::Segment(st),
+                        len: n as u32,
+                    },
+                };
+                self.submit(h, &d).inspect_err(|_| {
+                    h.waiting.remove(&tag);
+                    h.stage.free(id);
+                })
+            });
+            if let Err(e) = r {
+                self.give_up(ctx.0, pieces(len - at));
+                return Err(e);
+            }
             at += n;
         }
         Ok(())
@@ -380,15 +786,14 @@ impl FpgaConduit {
         dst: *mut u8,
         len: usize,
     ) -> Result<Vec<u32>> {
-        let mut h = self.lock();
-        h.ctx(ctx)?;
+        self.slot(ctx)?;
         if pe == self.rank {
-            drop(h);
             // SAFETY: the source lies in this PE's segment (range checked by
             // callers); `dst` is valid for `len` bytes (caller).
             unsafe { std::ptr::copy(self.win(offset), dst, len) };
             return Ok(Vec::new());
         }
+        let mut h = self.lock();
         let mut tags = Vec::new();
         let mut at = 0;
         while at < len {
@@ -412,7 +817,14 @@ impl FpgaConduit {
                 local: Local::Segment(st),
                 len: n as u32,
             };
-            self.submit(&mut h, &d)?;
+            if let Err(e) = self.submit(&mut h, &d) {
+                // Never written: its count and staging go, or a quiet of
+                // `ctx` would wait for it.
+                h.waiting.remove(&tag);
+                h.stage.free(id);
+                self.give_up(ctx.0, 1);
+                return Err(e);
+            }
             tags.push(tag);
             at += n;
         }
@@ -428,7 +840,7 @@ impl FpgaConduit {
                 let mut h = self.lock();
                 self.reap(&mut h);
                 if !tags.iter().any(|t| h.waiting.contains_key(t)) {
-                    return match h.ctx(ctx)?.error.take() {
+                    return match h.ctx(ctx)?.take_error() {
                         Some(e) => Err(e),
                         None => Ok(()),
                     };
@@ -454,39 +866,38 @@ impl FpgaConduit {
         fence_before: bool,
     ) -> Result<u64> {
         let fetch = op.fetches();
-        let tag = {
-            let mut h = self.lock();
-            h.ctx(ctx)?;
-            let tag = if fetch {
-                let tag = Self::fresh_tag(&mut h);
-                h.expect(ctx, tag, Waiter::Keep);
-                tag
+        let st = self.slot(ctx)?;
+        let desc = |tag| Descriptor::Amo {
+            common: Common {
+                tag,
+                completion: true,
+                fence_before,
+            },
+            target: pe as NodeId,
+            op,
+            width,
+            remote: offset,
+            operand: operand & width.mask(),
+            compare: if op == AmoOp::CompareSwap {
+                compare & width.mask()
             } else {
-                h.counted(ctx)
-            };
-            let d = Descriptor::Amo {
-                common: Common {
-                    tag,
-                    completion: true,
-                    fence_before,
-                },
-                target: pe as NodeId,
-                op,
-                width,
-                remote: offset,
-                operand: operand & width.mask(),
-                compare: if op == AmoOp::CompareSwap {
-                    compare & width.mask()
-                } else {
-                    0
-                },
-            };
-            self.submit(&mut h, &d)?;
-            tag
+                0
+            },
         };
         if !fetch {
-            return Ok(0);
+            return self.issue(ctx, st, desc(COUNT_TAG | ctx.0)).map(|()| 0);
         }
+        let tag = {
+            let mut h = self.lock();
+            let tag = Self::fresh_tag(&mut h);
+            h.expect(ctx, tag, Waiter::Keep);
+            if let Err(e) = self.submit(&mut h, &desc(tag)) {
+                h.waiting.remove(&tag);
+                self.give_up(ctx.0, 1);
+                return Err(e);
+            }
+            tag
+        };
         let c = self.wait_tag(tag)?;
         if !c.status.is_ok() {
             return Err(status_error(pe, &c));
@@ -494,24 +905,26 @@ impl FpgaConduit {
         Ok(c.value)
     }
 
-    /// Waits until context `ctx` has no outstanding command; reports its
-    /// first error since the last quiet.
+    /// Waits until every command context `ctx` issued before the call has
+    /// completed; reports its first error since the last quiet.
     pub(super) fn quiet_ctx(&self, ctx: CtxId) -> Result<()> {
+        let st = self.slot(ctx)?;
+        let target = st.issued.load(Ordering::Acquire);
         let mut b = Backoff::new();
         loop {
             {
                 let mut h = self.lock();
                 self.reap(&mut h);
-                let c = h.ctx(ctx)?;
-                if c.outstanding == 0 {
-                    return match c.error.take() {
+                let st = h.ctx(ctx)?;
+                if st.completed.load(Ordering::Acquire) >= target {
+                    return match st.take_error() {
                         Some(e) => Err(e),
                         None => Ok(()),
                     };
                 }
             }
             self.step_wait(&mut b, || {
-                let n = self.lock().ctx(ctx).map_or(0, |c| c.outstanding);
+                let n = target.saturating_sub(st.completed.load(Ordering::Acquire));
                 format!(
                     "{n} commands of {ctx} to complete in quiet (acknowledged by their targets)"
                 )

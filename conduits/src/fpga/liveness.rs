@@ -75,6 +75,28 @@ impl FpgaConduit {
         Ok(())
     }
 
+    /// As [`FpgaConduit::step_wait`], for a wait made while holding the
+    /// host's lock (room in the command queue, staging space): only the
+    /// board's own checks run, since a peer check fetches through the
+    /// board and so needs the lock this thread holds.
+    pub(super) fn step_wait_held<S: std::fmt::Display>(
+        &self,
+        b: &mut Backoff,
+        what: impl FnOnce() -> S,
+    ) -> Result<()> {
+        if b.every(WAIT_CHECK_STEPS) && self.check_due() {
+            self.board_checks()?;
+        }
+        if let Some(waited) = b.timed_out() {
+            return Err(ConduitError::Timeout {
+                what: what().to_string(),
+                waited,
+            });
+        }
+        b.snooze();
+        Ok(())
+    }
+
     /// Whether the slow checks are due: [`CHECK_INTERVAL`] has passed
     /// since they last ran, from a wait or from `poll` (then they count as
     /// run now). By time, not by steps: on an oversubscribed machine a

@@ -50,8 +50,24 @@
 //! atomic when it was applied, `spec/registers.md` §7.5, §7.7), so it
 //! returns while another context still waits for a slow target. A board
 //! has one command queue: `fence` is a Fence descriptor, which orders
-//! every context's later commands after every earlier one (stronger than
-//! the contract asks, never weaker).
+//! every context's later commands after every earlier one written to the
+//! board (stronger than the contract asks, never weaker).
+//!
+//! The board's one queue is written by the thread that holds the host's
+//! lock. On a context other than the default one, a put (inline, or
+//! staged from the conduit's own copy of its bytes), `put_nbi`, a
+//! non-fetching atomic, a put-with-signal or a fence never waits for that
+//! lock: if another thread holds it, the operation joins its context's
+//! queue in host memory, and the holder writes every queued item, in each
+//! queue's order, when it takes the lock and as it lets go of it
+//! (the `host` module tells how nothing is left behind). So each context's
+//! commands reach the board in issue order, and a fence's descriptor lands
+//! between its context's earlier and later ones. Operations that wait for
+//! a value (gets, fetching atomics), `get_nbi`, active messages and every
+//! operation of the default context take the lock, writing the queued
+//! items first: a blocking get sees every earlier put of this PE, whatever
+//! its context. A full board queue is still back-pressure: the writer
+//! reaps completions until a slot frees.
 //!
 //! # Active messages
 //!
@@ -129,8 +145,9 @@ use gasnet_core::{AmError, AmMessage, Direction, HandlerTable, NodeId, ReplySink
 use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use queue::Rings;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SendError, Sender};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Largest contribution to [`JobBootstrap::exchange`].
@@ -218,6 +235,15 @@ pub struct FpgaConduit {
     /// The segment in this process (BAR2 at `SEG_BASE` = 0).
     seg: *mut u8,
     host: Mutex<Host>,
+    /// Every context's state, indexed by [`CtxId::index`] (shared with
+    /// [`Host`]): the put path reads and counts it without the lock.
+    ctxs: Arc<[CtxState]>,
+    /// Items sent to a context's queue and not yet written by the lock's
+    /// holder (signed: a holder may take an item before its sender counts
+    /// it). Read by every thread that lets go of the lock.
+    queued: AtomicI64,
+    /// Bytes those items hold ([`host::QUEUED_BYTES_MAX`]).
+    queued_bytes: AtomicU64,
     handlers: RwLock<HandlerTable>,
     rx: Mutex<VecDeque<RxMsg>>,
     dispatching: AtomicBool,
@@ -247,7 +273,9 @@ pub struct FpgaConduit {
 }
 
 // SAFETY: the raw pointers name the BAR2 mapping owned by `board`, which
-// lives as long as the conduit; ring state is behind the Mutex, handler
+// lives as long as the conduit; ring state and the queues' receiving ends
+// are behind the Mutex, each context's state is atomics, a Mutex and a
+// channel sender (all Sync, the items they carry owned data), handler
 // dispatch is serialised by `dispatching`, and raw destination pointers in
 // waiters are the caller's promise (get_nbi's contract).
 unsafe impl Send for FpgaConduit {}
@@ -350,6 +378,10 @@ impl FpgaConduit {
         let rings = Rings::after_reset(bar0);
         let uptime = bar0.read64(regs::UPTIME_LO);
         let seg = board.bar2.ptr();
+        let ctxs: Arc<[CtxState]> = (0..MAX_CONTEXTS).map(|_| CtxState::default()).collect();
+        ctxs[CtxId::DEFAULT.index()]
+            .live
+            .store(true, Ordering::Release);
         Ok(FpgaConduit {
             rank,
             size,
@@ -359,14 +391,15 @@ impl FpgaConduit {
                 rings,
                 next_tag: 0,
                 waiting: TagMap::default(),
-                ctxs: vec![CtxState {
-                    live: true,
-                    ..CtxState::default()
-                }],
+                ctxs: ctxs.clone(),
+                queues: Vec::new(),
                 done: TagMap::default(),
                 stage: Stage::new(layout.stage, STAGE_BYTES),
                 dirty: false,
             }),
+            ctxs,
+            queued: AtomicI64::new(0),
+            queued_bytes: AtomicU64::new(0),
             board,
             handlers: RwLock::new(HandlerTable::new()),
             rx: Mutex::new(VecDeque::new()),
@@ -405,7 +438,14 @@ impl FpgaConduit {
     pub fn outstanding(&self, ctx: CtxId) -> Result<u64> {
         let mut h = self.lock();
         self.reap(&mut h);
-        Ok(h.ctx(ctx)?.outstanding)
+        Ok(h.ctx(ctx)?.outstanding())
+    }
+
+    /// Holds the host's lock (the board's command queue) until the guard
+    /// drops, as a thread writing commands does (tests: a busy engine).
+    #[cfg(test)]
+    fn hold_engine(&self) -> host::HostGuard<'_> {
+        self.lock()
     }
 
     /// The segment layout in use.
@@ -458,19 +498,22 @@ impl Segments for FpgaConduit {
 
 impl Rma for FpgaConduit {
     fn ctx_create(&self) -> Result<CtxId> {
-        let mut h = self.lock();
-        if let Some(i) = h.ctxs.iter().skip(1).position(|c| !c.live) {
-            h.ctxs[i + 1].live = true;
-            return Ok(CtxId(i as u32 + 1));
+        for (i, c) in self.ctxs.iter().enumerate().skip(1) {
+            if c.live
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                // Its queue, made when the slot is first used, serves every
+                // context that reuses the slot.
+                c.queue.get_or_init(|| {
+                    let (tx, rx) = mpsc::channel();
+                    self.lock().queues.push(rx);
+                    tx
+                });
+                return Ok(CtxId(i as u32));
+            }
         }
-        if h.ctxs.len() >= MAX_CONTEXTS {
-            return Err(ConduitError::ContextLimit { max: MAX_CONTEXTS });
-        }
-        h.ctxs.push(CtxState {
-            live: true,
-            ..CtxState::default()
-        });
-        Ok(CtxId(h.ctxs.len() as u32 - 1))
+        Err(ConduitError::ContextLimit { max: MAX_CONTEXTS })
     }
 
     fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
@@ -478,9 +521,9 @@ impl Rma for FpgaConduit {
             return Err(ConduitError::NoContext { ctx: ctx.0 });
         }
         let r = self.quiet_ctx(ctx);
-        let mut h = self.lock();
-        let c = h.ctx(ctx)?;
-        *c = CtxState::default();
+        let c = self.slot(ctx)?;
+        c.take_error();
+        c.live.store(false, Ordering::Release);
         r
     }
 
@@ -565,18 +608,7 @@ impl Rma for FpgaConduit {
     }
 
     fn fence(&self, ctx: CtxId) -> Result<()> {
-        let mut h = self.lock();
-        h.ctx(ctx)?;
-        if !h.dirty {
-            return Ok(());
-        }
-        let tag = Self::fresh_tag(&mut h);
-        let d = Descriptor::Fence {
-            common: Self::common(tag, false),
-        };
-        self.submit(&mut h, &d)?;
-        h.dirty = false;
-        Ok(())
+        self.fence_ctx(ctx)
     }
 
     fn quiet(&self, ctx: CtxId) -> Result<()> {

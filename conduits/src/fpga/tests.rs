@@ -666,3 +666,195 @@ fn a_failed_inline_put_is_reported_by_its_own_contexts_quiet() {
     c.quiet(bad).unwrap();
     assert!(c.lock().waiting.is_empty(), "no tag entries are left");
 }
+
+/// `spec/conduit.md` §3: a put (inline and staged), put_nbi, non-fetching
+/// atomic, put-with-signal and fence on a context other than the default
+/// one return while another thread holds the host's lock on the board's
+/// command queue (they wait in the context's queue); the thread that lets
+/// go of the lock writes them to the board without anyone calling quiet,
+/// and a blocking get on another context issued after them sees their data.
+#[test]
+fn a_contexts_puts_return_while_another_thread_holds_the_engine() {
+    let b = TestBoards::start("ctx-held", 2, Fault::None);
+    let cs: Vec<FpgaConduit> = (0..2).map(|r| open(&b, r, 1 << 20)).collect();
+    let c = &cs[0];
+    let ctx = c.ctx_create().unwrap();
+    let big: Vec<u8> = (0..150_000u32).map(|i| (i * 11 + 5) as u8).collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let held = c.hold_engine();
+    std::thread::scope(|s| {
+        let big = &big;
+        let issuer = s.spawn(move || {
+            c.put(ctx, 1, 64, &[0xa5; 8]).unwrap();
+            c.put(ctx, 1, 8192, big).unwrap();
+            // SAFETY: `big` outlives the quiet below, unmodified.
+            unsafe { c.put_nbi(ctx, 1, 4096, big.as_ptr(), 1000) }.unwrap();
+            c.atomic(ctx, 1, 128, AmoOp::Add, AmoWidth::W64, 5, 0)
+                .unwrap();
+            c.put_signal(ctx, 1, 200_000, &[7; 3000], 136, SignalOp::Set, 1)
+                .unwrap();
+            c.fence(ctx).unwrap();
+            tx.send(()).unwrap();
+            // Waits for the lock; issued after the queued puts.
+            let mut b = [0u8; 8];
+            c.get(CtxId::DEFAULT, 1, 64, &mut b).unwrap();
+            b
+        });
+        let returned = rx.recv_timeout(Duration::from_secs(20));
+        let queued = c.queued.load(Ordering::SeqCst);
+        let pending = c.ctxs[ctx.index()].outstanding();
+        drop(held);
+        assert!(
+            returned.is_ok(),
+            "the context's operations waited for the lock another thread held"
+        );
+        assert!(queued >= 6, "{queued} items queued while the lock was held");
+        assert!(
+            pending >= 6,
+            "{pending} commands outstanding while the lock was held"
+        );
+        let b = issuer.join().unwrap();
+        assert_eq!(b, [0xa5; 8], "a later get on another context saw the put");
+    });
+    assert_eq!(c.queued.load(Ordering::SeqCst), 0, "every item was written");
+    // Written when the lock was let go: the signal lands with nobody
+    // calling quiet (the board executes what is in its queue).
+    let start = Instant::now();
+    while cs[1].load64(136) != 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the context's queued put-with-signal never reached PE 1 after the lock was let go"
+        );
+        std::thread::yield_now();
+    }
+    c.quiet(ctx).unwrap();
+    assert_eq!(c.outstanding(ctx).unwrap(), 0);
+    let seg = |off: usize, len: usize| {
+        let mut v = vec![0u8; len];
+        // SAFETY: PE 1's segment in this process, quiesced by the quiet.
+        unsafe {
+            std::ptr::copy_nonoverlapping(cs[1].local_segment().add(off), v.as_mut_ptr(), len)
+        };
+        v
+    };
+    assert!(
+        seg(8192, big.len()) == big,
+        "the staged put arrived exactly"
+    );
+    assert_eq!(seg(4096, 1000), big[..1000]);
+    assert_eq!(seg(64, 8), [0xa5; 8]);
+    assert!(seg(200_000, 3000).iter().all(|&x| x == 7));
+    assert_eq!((cs[1].load64(128), cs[1].load64(136)), (5, 1));
+    c.ctx_destroy(ctx).unwrap();
+    assert!(c.lock().waiting.is_empty(), "no tag entries are left");
+}
+
+/// Threads each on their own context (and one on the default context)
+/// issue inline and staged puts and atomics at once, contending for the
+/// host's lock. Once they have all returned, nothing is left in any queue
+/// (no item waits for a later call: `host` module documentation), and
+/// after each context's quiet every byte and count is exact.
+#[test]
+fn threads_on_their_own_contexts_leave_nothing_queued_and_land_exactly() {
+    let b = TestBoards::start("ctx-threads", 2, Fault::None);
+    let cs: Vec<FpgaConduit> = (0..2).map(|r| open(&b, r, 1 << 20)).collect();
+    let c = &cs[0];
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 300;
+    let ctxs: Vec<CtxId> = (0..THREADS)
+        .map(|t| {
+            if t == 0 {
+                CtxId::DEFAULT
+            } else {
+                c.ctx_create().unwrap()
+            }
+        })
+        .collect();
+    let value = |t: usize, i: usize| ((t as u64) << 32) | i as u64;
+    let big =
+        |t: usize, i: usize| -> Vec<u8> { (0..2000).map(|k| (k + 7 * i + t) as u8).collect() };
+    std::thread::scope(|s| {
+        for (t, &ctx) in ctxs.iter().enumerate() {
+            s.spawn(move || {
+                for i in 0..ROUNDS {
+                    let at = 8 * (t * ROUNDS + i);
+                    c.put(ctx, 1, at, &value(t, i).to_le_bytes()).unwrap();
+                    c.atomic(ctx, 1, 65536 + 8 * t, AmoOp::Add, AmoWidth::W64, 1, 0)
+                        .unwrap();
+                    if i % 10 == 0 {
+                        c.put(ctx, 1, 131072 + 4096 * t, &big(t, i)).unwrap();
+                        c.fence(ctx).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(
+        c.queued.load(Ordering::SeqCst),
+        0,
+        "items were left in the contexts' queues after every issuing thread returned"
+    );
+    for &ctx in &ctxs {
+        c.quiet(ctx).unwrap();
+        assert_eq!(c.outstanding(ctx).unwrap(), 0);
+    }
+    for t in 0..THREADS {
+        for i in 0..ROUNDS {
+            assert_eq!(cs[1].load64((8 * (t * ROUNDS + i)) as u64), value(t, i));
+        }
+        assert_eq!(cs[1].load64((65536 + 8 * t) as u64), ROUNDS as u64);
+        let mut v = vec![0u8; 2000];
+        // SAFETY: PE 1's segment in this process, quiesced by the quiets.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                cs[1].local_segment().add(131072 + 4096 * t),
+                v.as_mut_ptr(),
+                2000,
+            )
+        };
+        assert!(v == big(t, ROUNDS - 10), "thread {t}'s last staged put won");
+    }
+    for &ctx in &ctxs[1..] {
+        c.ctx_destroy(ctx).unwrap();
+    }
+}
+
+/// The window the check after unlocking closes: an item queued after the
+/// holder's last drain, while it still holds the lock (the queuing
+/// thread's try_lock fails), is written by the holder once it lets go,
+/// before its drop returns.
+#[test]
+fn an_item_queued_while_the_holder_lets_go_is_written_by_the_holder() {
+    let b = TestBoards::start("ctx-window", 2, Fault::None);
+    let cs: Vec<FpgaConduit> = (0..2).map(|r| open(&b, r, 1 << 20)).collect();
+    let c = &cs[0];
+    let ctx = c.ctx_create().unwrap();
+    std::thread::scope(|s| {
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let issuer = s.spawn(move || {
+            go_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+            c.put(ctx, 1, 64, &[0x3c; 8]).unwrap();
+            done_tx.send(()).unwrap();
+        });
+        let held = c.hold_engine();
+        host::BEFORE_UNLOCK.with_borrow_mut(|f| {
+            *f = Some(Box::new(move || {
+                go_tx.send(()).unwrap();
+                done_rx
+                    .recv_timeout(Duration::from_secs(20))
+                    .expect("the put returned while the lock was held");
+            }))
+        });
+        drop(held);
+        assert_eq!(
+            c.queued.load(Ordering::SeqCst),
+            0,
+            "the put queued in the holder's last moment was left in its queue"
+        );
+        issuer.join().unwrap();
+    });
+    c.quiet(ctx).unwrap();
+    assert_eq!(cs[1].load64(64), u64::from_ne_bytes([0x3c; 8]));
+    c.ctx_destroy(ctx).unwrap();
+}

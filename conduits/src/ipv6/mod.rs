@@ -20,6 +20,13 @@
 //! target calling the library: it keeps polling for a short while after
 //! work, then sleeps in `poll(2)` on the socket and an eventfd.
 //!
+//! Each context other than the default one also has a submission queue
+//! (a channel; the core keeps its receiving end). A put, non-blocking get
+//! or non-fetching atomic on such a context that finds the core held by
+//! another thread is queued instead of waiting for the mutex, and the
+//! holder sends it before and after it lets go (the `progress` module
+//! tells how no command is left behind).
+//!
 //! # Operations
 //!
 //! - The segment is an anonymous mapping; [`Segments::local_segment`] is its
@@ -68,7 +75,22 @@
 //! command carries its context to the completion. `quiet` on a context
 //! waits for that context's commands only, so it returns while another
 //! context still waits for a slow target. `fence` costs nothing on any
-//! context (delivery is ordered per pair).
+//! context: delivery is ordered per pair, and a context's commands reach
+//! the engine in issue order (its queue is first in, first out, and a
+//! command that takes the core directly first moves every queued one into
+//! the backlog).
+//!
+//! Threads that each use their own context do not serialize on the core:
+//! on a non-default context a put, `put_nbi`, `get_nbi`, non-fetching
+//! atomic or put-with-signal tries the core's mutex without waiting and,
+//! if another thread holds it, leaves its command (owning a copy of the
+//! bytes) in the context's queue. Operations that wait for a value (a
+//! blocking get, a fetching atomic) and every operation on the default
+//! context take the core, first moving every queued command ahead of
+//! their own, so a blocking get sees every earlier put of this PE whatever
+//! its context. Back-pressure is unchanged: past `MAX_PENDING`
+//! outstanding commands an issuing thread drives the core until half have
+//! completed.
 //!
 //! # Settings
 //!
@@ -86,7 +108,7 @@ mod rma;
 mod shared;
 
 use gasnet_core::reliable;
-pub(crate) use shared::{CtxState, Outcome, Shared, Want};
+pub(crate) use shared::{CtxState, Outcome, Queued, Shared, Want};
 
 pub use gasnet_core::impair::Impair;
 
@@ -110,7 +132,8 @@ use progress::{Core, NO_EXIT};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV6, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -137,7 +160,8 @@ pub const MAX_CONTEXTS: usize = 1024;
 const RTO_MIN: Duration = Duration::from_millis(1);
 
 /// Most commands an application may have in the progress thread's hands
-/// before it waits for some to complete (flow control).
+/// (queued ones included) before it waits for some to complete (flow
+/// control).
 const MAX_PENDING: u64 = 8192;
 
 /// The part of a put or get the conduit hands the engine as one command
@@ -282,6 +306,7 @@ impl Ipv6Conduit {
             drivers: AtomicUsize::new(0),
             issued: AtomicU64::new(0),
             completed: AtomicU64::new(0),
+            queued: AtomicI64::new(0),
             ctxs: (0..MAX_CONTEXTS).map(|_| CtxState::default()).collect(),
             done: Mutex::new(HashMap::new()),
             failed: Mutex::new(None),
@@ -363,7 +388,7 @@ impl Ipv6Conduit {
     }
 
     fn register(&self, index: u8, f: HandlerFn, system: bool) -> Result<()> {
-        progress::lock(&self.core)
+        progress::lock(&self.core, &self.shared)
             .register(index, f, system)
             .map_err(ConduitError::Am)
     }
@@ -388,8 +413,6 @@ impl Ipv6Conduit {
         }
     }
 
-    /// Hands `cmd` to the core (which sends what it can at once); returns
-    /// its tag.
     /// The state of context `ctx`, if it exists.
     fn ctx(&self, ctx: CtxId) -> Result<&CtxState> {
         match self.shared.ctxs.get(ctx.index()) {
@@ -429,8 +452,63 @@ impl Ipv6Conduit {
         let tag = self.tag();
         self.shared.issued.fetch_add(1, Ordering::AcqRel);
         state.issued.fetch_add(1, Ordering::AcqRel);
-        progress::lock(&self.core).submit(&self.shared, tag, ctx.0, cmd, want);
+        // The default context, and operations that wait for their value
+        // anyway, take the core; a blocking get or fetching atomic is then
+        // issued after everything this PE queued before it
+        // (`spec/conduit.md` §2). The other contexts' puts, non-blocking
+        // gets and non-fetching atomics never wait for it (§3).
+        if ctx == CtxId::DEFAULT || matches!(want, Want::Value) {
+            progress::lock(&self.core, &self.shared).submit(&self.shared, tag, ctx.0, cmd, want);
+        } else if let Some(mut core) = progress::try_lock(&self.core, &self.shared) {
+            core.submit(&self.shared, tag, ctx.0, cmd, want);
+        } else {
+            self.enqueue(
+                state,
+                Queued {
+                    tag,
+                    ctx: ctx.0,
+                    cmd,
+                    want,
+                },
+            );
+        }
         Ok(tag)
+    }
+
+    /// Puts `q` on its context's queue for whichever thread holds the core,
+    /// then takes the core itself if it is free by now (no command is left
+    /// behind: see [`progress`]).
+    fn enqueue(&self, state: &CtxState, q: Queued) {
+        let q = match state.queue.get() {
+            Some(tx) => match tx.send(q) {
+                Ok(()) => None,
+                Err(mpsc::SendError(q)) => Some(q),
+            },
+            None => Some(q),
+        };
+        if let Some(q) = q {
+            // No queue (cannot happen for a context ctx_create made): the
+            // command waits for the core instead.
+            progress::lock(&self.core, &self.shared).submit(
+                &self.shared,
+                q.tag,
+                q.ctx,
+                q.cmd,
+                q.want,
+            );
+            return;
+        }
+        // A read-modify-write, as the holder's check after it lets go
+        // (`progress::Held::drop`): one of the two reads the other's.
+        self.shared.queued.fetch_add(1, Ordering::AcqRel);
+        drop(progress::try_lock(&self.core, &self.shared));
+    }
+
+    /// Holds this PE's protocol core until the guard drops, as a thread
+    /// that drives it does (tests: a slow target, a busy engine).
+    #[cfg(test)]
+    pub(crate) fn hold_engine(&self) -> progress::Held<'_> {
+        progress::lock(&self.core, &self.shared)
     }
 
     fn local(&self, offset: usize) -> *mut u8 {
@@ -449,7 +527,7 @@ impl Ipv6Conduit {
     fn broadcast_exit(&self, status: i32) {
         let tag = self.tag();
         {
-            let mut core = progress::lock(&self.core);
+            let mut core = progress::lock(&self.core, &self.shared);
             for pe in (0..self.size).filter(|&p| p != self.rank) {
                 let cmd = Command::AmRequest {
                     dst: pe as NodeId,
@@ -551,7 +629,7 @@ impl ActiveMessages for Ipv6Conduit {
     }
 
     fn poll(&self) -> Result<()> {
-        if let Some(mut c) = progress::try_lock(&self.core) {
+        if let Some(mut c) = progress::try_lock(&self.core, &self.shared) {
             c.step(&self.shared);
         }
         self.check_failed()

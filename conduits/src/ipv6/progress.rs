@@ -9,9 +9,31 @@
 //! requests while the application computes. While an application thread
 //! drives, the progress thread stays parked off the socket, so the two do
 //! not compete for datagrams or for the CPU they are often pinned to.
-
+//!
+//! # Submission queues
+//!
+//! A put, non-blocking get or non-fetching atomic on a context other than
+//! the default one never waits for the core's mutex: when another thread
+//! holds the core, the command goes to its context's queue (a channel
+//! whose receiving end the core keeps) and the call returns. The mutex is
+//! only ever taken through [`lock`] and [`try_lock`], whose guard
+//! ([`Held`]) moves every queued command into the core's backlog when it is
+//! taken by a submit or a step and again when it is let go, then sends
+//! them; after letting go it reads [`Shared::queued`] once more and, if a
+//! command arrived meanwhile and the mutex is free, takes it again. A
+//! sender counts its command in `queued` after putting it on the queue and
+//! then tries the mutex itself. Both touch `queued` with read-modify-writes
+//! (every write to it is one), which read the latest value: if the
+//! holder's comes second it sees the sender's count; if it comes first,
+//! the sender's reads from it, so the sender's try_lock happens after the
+//! unlock and finds the mutex free (or held by a thread that will look
+//! again as it lets go). Either way a queued command is never left waiting
+//! for a later call. Until this PE creates its first context there is no
+//! queue and the look after letting go is skipped: the default context's
+//! path costs what it did. The progress thread's steps drain the queues
+//! too.
 use super::batch::{RecvBatch, SendBatch};
-use super::{Outcome, Shared, Want};
+use super::{Outcome, Queued, Shared, Want};
 use crate::config::BatchMode;
 use crate::error::ConduitError;
 use crate::segment::SegMemory;
@@ -23,6 +45,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{SocketAddrV6, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -62,6 +85,8 @@ pub(crate) struct Core {
     /// What each command's completion is for, and its context.
     waiting: HashMap<u64, (u32, Want)>,
     backlog: VecDeque<(u64, Command)>,
+    /// The receiving ends of the contexts' submission queues.
+    queues: Vec<Receiver<Queued>>,
     flushes: Vec<u64>,
     rx: RecvBatch,
     tx: SendBatch,
@@ -92,6 +117,7 @@ impl Core {
             impair: impair.map(|f| Impairer::new(f, seed)),
             waiting: HashMap::new(),
             backlog: VecDeque::new(),
+            queues: Vec::new(),
             flushes: Vec::new(),
             rx: RecvBatch::new(mode),
             tx,
@@ -107,11 +133,36 @@ impl Core {
     }
 
     /// Takes command `cmd` of context `ctx` under `tag` and sends what it
-    /// can at once.
+    /// can at once. Queued commands go first: a blocking get or fetching
+    /// atomic is issued after every put this PE queued before it.
     pub(crate) fn submit(&mut self, sh: &Shared, tag: u64, ctx: u32, cmd: Command, want: Want) {
+        self.take_queued(sh);
         self.waiting.insert(tag, (ctx, want));
         self.backlog.push_back((tag, cmd));
         self.pump(sh, Instant::now());
+    }
+
+    /// Keeps the receiving end of a context's submission queue.
+    pub(crate) fn add_queue(&mut self, rx: Receiver<Queued>) {
+        self.queues.push(rx);
+    }
+
+    /// Moves every command waiting in a context's queue into the backlog,
+    /// in each queue's order. Returns whether there was any.
+    pub(crate) fn take_queued(&mut self, sh: &Shared) -> bool {
+        if sh.queued.load(Ordering::Acquire) <= 0 {
+            return false;
+        }
+        let mut n = 0;
+        for rx in &self.queues {
+            while let Ok(q) = rx.try_recv() {
+                self.waiting.insert(q.tag, (q.ctx, q.want));
+                self.backlog.push_back((q.tag, q.cmd));
+                n += 1;
+            }
+        }
+        sh.queued.fetch_sub(n, Ordering::AcqRel);
+        n > 0
     }
 
     /// Registers a handler in the engine's table.
@@ -149,7 +200,7 @@ impl Core {
     /// datagrams out, timers. Returns whether anything happened.
     pub(crate) fn step(&mut self, sh: &Shared) -> bool {
         let now = Instant::now();
-        let mut work = false;
+        let mut work = self.take_queued(sh);
         let fd = self.sock.as_raw_fd();
         for _ in 0..RECV_ROUNDS {
             let n = self.rx.recv(fd);
@@ -321,13 +372,88 @@ impl Core {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Run once by the next [`Held`] dropped on this thread, between its
+    /// last drain and its unlock (tests: a command queued in that window).
+    pub(crate) static BEFORE_UNLOCK: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The core, held by this thread. Letting go of it sends what the
+/// contexts queued meanwhile, and takes the core again if a command was
+/// queued after that and nobody holds it (module documentation).
+pub(crate) struct Held<'a> {
+    m: &'a Mutex<Core>,
+    sh: &'a Shared,
+    g: Option<MutexGuard<'a, Core>>,
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        self.g
+            .as_deref()
+            .expect("the core is held until the guard drops")
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Core {
+        self.g
+            .as_deref_mut()
+            .expect("the core is held until the guard drops")
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        loop {
+            if let Some(mut c) = self.g.take() {
+                if c.take_queued(self.sh) {
+                    c.pump(self.sh, Instant::now());
+                }
+                #[cfg(test)]
+                BEFORE_UNLOCK.with_borrow_mut(|f| f.take().map(|f| f()));
+                if c.queues.is_empty() {
+                    // No context has a queue (one is added under this
+                    // mutex): nothing can have been queued.
+                    return;
+                }
+            }
+            // A read-modify-write after the unlock, as the sender's count
+            // before its try_lock (`Ipv6Conduit::enqueue`): either this
+            // reads the count, or the sender's try_lock finds the mutex
+            // released.
+            if self.sh.queued.fetch_add(0, Ordering::AcqRel) <= 0 {
+                return;
+            }
+            match raw_try_lock(self.m) {
+                Some(g) => self.g = Some(g),
+                None => return,
+            }
+        }
+    }
+}
+
 /// Locks `m` whether or not a panicking thread poisoned it.
-pub(crate) fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+pub(crate) fn lock<'a>(m: &'a Mutex<Core>, sh: &'a Shared) -> Held<'a> {
+    Held {
+        m,
+        sh,
+        g: Some(m.lock().unwrap_or_else(|e| e.into_inner())),
+    }
 }
 
 /// Locks `m` if no other thread holds it.
-pub(crate) fn try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
+pub(crate) fn try_lock<'a>(m: &'a Mutex<Core>, sh: &'a Shared) -> Option<Held<'a>> {
+    raw_try_lock(m).map(|g| Held { m, sh, g: Some(g) })
+}
+
+fn raw_try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
     match m.try_lock() {
         Ok(g) => Some(g),
         Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
@@ -342,7 +468,7 @@ pub(crate) fn try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
 /// it through a whole bootstrap collective (finalize's barrier, say), and
 /// a peer may need this PE's answers before it can join that collective.
 pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: usize) {
-    let sock_fd = lock(&core).sock_fd();
+    let sock_fd = lock(&core, &sh).sock_fd();
     let mut last_work = Instant::now();
     let mut last_boot_check = Instant::now();
     loop {
@@ -357,7 +483,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
         }
         if sh.stop.load(Ordering::Acquire) {
             if sh.print_stats {
-                let c = lock(&core);
+                let c = lock(&core, &sh);
                 crate::report!(
                     "fshmem ipv6: PE {rank}: {:?}; datagrams sent to each PE: {:?}",
                     c.stats(),
@@ -371,7 +497,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
             sh.wake.clear();
             continue;
         }
-        let work = match try_lock(&core) {
+        let work = match try_lock(&core, &sh) {
             Some(mut c) => c.step(&sh),
             None => false,
         };
@@ -383,7 +509,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
             std::thread::yield_now();
             continue;
         }
-        let timeout = lock(&core).idle_for(MAX_SLEEP);
+        let timeout = lock(&core, &sh).idle_for(MAX_SLEEP);
         if !timeout.is_zero() && sh.drivers.load(Ordering::Acquire) == 0 {
             super::net::wait_readable(Some(sock_fd), sh.wake.fd(), timeout);
             sh.wake.clear();

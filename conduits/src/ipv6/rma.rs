@@ -11,6 +11,13 @@ impl Rma for Ipv6Conduit {
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
+                // Its queue, made when the slot is first used, serves every
+                // context that reuses the slot.
+                c.queue.get_or_init(|| {
+                    let (tx, rx) = mpsc::channel();
+                    progress::lock(&self.core, &self.shared).add_queue(rx);
+                    tx
+                });
                 return Ok(CtxId(i as u32));
             }
         }

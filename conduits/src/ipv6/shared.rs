@@ -1,7 +1,7 @@
 //! What the application threads and the progress thread share outside the
-//! core's lock: completions posted by tag, the per-context counters, the
-//! failure and exit flags, and how a waiting application thread drives the
-//! core itself.
+//! core's lock: completions posted by tag, the per-context counters and
+//! submission queues, the failure and exit flags, and how a waiting
+//! application thread drives the core itself.
 
 use super::*;
 
@@ -13,6 +13,15 @@ pub(crate) enum Want {
     Nbi,
     /// A non-blocking get: copy the data to `dst` at completion.
     NbiGet { dst: SendPtr, len: usize },
+}
+
+/// A command of a non-default context waiting in its context's queue for
+/// whichever thread holds the core ([`super::progress::Core::take_queued`]).
+pub(crate) struct Queued {
+    pub(crate) tag: u64,
+    pub(crate) ctx: u32,
+    pub(crate) cmd: Command,
+    pub(crate) want: Want,
 }
 
 /// A result posted to a waiting application thread.
@@ -31,6 +40,10 @@ pub(crate) struct Shared {
     pub(crate) drivers: AtomicUsize,
     pub(crate) issued: AtomicU64,
     pub(crate) completed: AtomicU64,
+    /// Commands sent to a context's queue and not yet taken by the core's
+    /// holder (signed: a holder may take a command before its sender
+    /// counts it). Read by every thread that lets go of the core.
+    pub(crate) queued: AtomicI64,
     /// Per-context counters and errors, indexed by [`CtxId::index`].
     pub(crate) ctxs: Box<[CtxState]>,
     pub(super) done: Mutex<HashMap<u64, Outcome>>,
@@ -101,6 +114,9 @@ pub(crate) struct CtxState {
     pub(super) completed: AtomicU64,
     /// The first error of its non-blocking commands since its last quiet.
     pub(super) nbi_error: Mutex<Option<ConduitError>>,
+    /// Its submission queue (non-default contexts, from their first
+    /// creation on; the receiving end is the core's).
+    pub(super) queue: OnceLock<Sender<Queued>>,
 }
 
 /// Counts an application thread as driving the core while it lives.
@@ -150,7 +166,7 @@ impl Ipv6Conduit {
                 return Ok(());
             }
             self.check_failed()?;
-            let worked = progress::try_lock(&self.core).is_some_and(|mut c| c.step(s));
+            let worked = progress::try_lock(&self.core, s).is_some_and(|mut c| c.step(s));
             if worked {
                 // Completions are progress towards what is awaited (the
                 // timeout clock restarts); other traffic only keeps the
@@ -176,7 +192,7 @@ impl Ipv6Conduit {
             }
             // Sleeping steps count too (the timeout clock is read on them).
             b.snooze();
-            let t = progress::try_lock(&self.core)
+            let t = progress::try_lock(&self.core, s)
                 .map_or(Duration::ZERO, |c| c.idle_for(DRIVE_MAX_SLEEP));
             if cond() {
                 return Ok(());

@@ -272,7 +272,7 @@ fn a_contexts_quiet_returns_while_another_waits_for_a_slow_target() {
         if me == 1 {
             // A slow target: PE 1's protocol core is held, so nothing it is
             // sent is served or acknowledged until it lets go.
-            let held = progress::lock(&c.core);
+            let held = c.hold_engine();
             sync.wait(); // 1: PE 1 is not serving
             sync.wait(); // 2: PE 0 checked the fast context
             drop(held);
@@ -370,4 +370,223 @@ fn attached_over_another_segment_remote_puts_land_in_it() {
     for h in hs {
         h.join().unwrap();
     }
+}
+
+/// `spec/conduit.md` §3: a put, put_nbi, non-fetching atomic,
+/// put-with-signal and fence on a context other than the default one
+/// return while another thread holds the PE's protocol core (they wait in
+/// the context's queue), the thread that lets go of the core sends them
+/// without anyone calling quiet, and a blocking get on another context
+/// issued after them sees their data.
+#[test]
+fn a_contexts_puts_return_while_another_thread_holds_the_engine() {
+    job(2, Settings::default(), |c| {
+        if c.rank() == 0 {
+            let ctx = c.ctx_create().unwrap();
+            let big: Vec<u8> = (0..150_000u32).map(|i| (i * 11 + 5) as u8).collect();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let held = c.hold_engine();
+            std::thread::scope(|s| {
+                let (c, big) = (&c, &big);
+                let issuer = s.spawn(move || {
+                    c.put(ctx, 1, 64, &[0xa5; 8]).unwrap();
+                    c.put(ctx, 1, 8192, big).unwrap();
+                    // SAFETY: `big` outlives the quiet below, unmodified.
+                    unsafe { c.put_nbi(ctx, 1, 4096, big.as_ptr(), 1000) }.unwrap();
+                    c.atomic(ctx, 1, 128, AmoOp::Add, AmoWidth::W64, 5, 0)
+                        .unwrap();
+                    c.put_signal(ctx, 1, 200_000, &[7; 3000], 136, SignalOp::Set, 1)
+                        .unwrap();
+                    c.fence(ctx).unwrap();
+                    tx.send(()).unwrap();
+                    // Waits for the core; issued after the queued puts.
+                    let mut b = [0u8; 8];
+                    c.get(CtxId::DEFAULT, 1, 64, &mut b).unwrap();
+                    b
+                });
+                let returned = rx.recv_timeout(Duration::from_secs(20));
+                let queued = c.shared.queued.load(Ordering::SeqCst);
+                let pending = c.outstanding(ctx).unwrap();
+                drop(held);
+                assert!(
+                    returned.is_ok(),
+                    "the context's operations waited for the core another thread held"
+                );
+                assert!(
+                    queued >= 6,
+                    "{queued} commands queued while the core was held"
+                );
+                assert!(
+                    pending >= 6,
+                    "{pending} commands outstanding while the core was held"
+                );
+                let b = issuer.join().unwrap();
+                assert_eq!(b, [0xa5; 8], "a later get on another context saw the put");
+            });
+            // Sent when the core was let go: the progress thread completes
+            // them with nobody calling quiet.
+            let start = Instant::now();
+            while c.outstanding(ctx).unwrap() > 0 {
+                assert!(
+                    start.elapsed() < Duration::from_secs(20),
+                    "the context's queued commands were not completed after the core was let \
+                     go ({} outstanding)",
+                    c.outstanding(ctx).unwrap()
+                );
+                std::thread::yield_now();
+            }
+            assert_eq!(c.shared.queued.load(Ordering::SeqCst), 0);
+            c.quiet(ctx).unwrap();
+            let mut back = vec![0u8; big.len()];
+            c.get(ctx, 1, 8192, &mut back).unwrap();
+            assert!(back == big, "the large put arrived exactly");
+            let mut nbi = vec![0u8; 1000];
+            c.get(ctx, 1, 4096, &mut nbi).unwrap();
+            assert_eq!(&nbi[..], &big[..1000]);
+            let mut sig = vec![0u8; 3000];
+            c.get(ctx, 1, 200_000, &mut sig).unwrap();
+            assert!(sig.iter().all(|&x| x == 7));
+            let w = |off| {
+                c.atomic(ctx, 1, off, AmoOp::Fetch, AmoWidth::W64, 0, 0)
+                    .unwrap()
+            };
+            assert_eq!((w(128), w(136)), (5, 1));
+            c.ctx_destroy(ctx).unwrap();
+        }
+        c.barrier().unwrap();
+        c.finalize().unwrap();
+    });
+}
+
+/// The window the check after unlocking closes: a command queued after the
+/// holder's last drain, while it still holds the core (the sender's
+/// try_lock fails), is sent by the holder once it lets go, before its drop
+/// returns. PE 0's progress thread is stopped, so that nobody else can
+/// take the core and send it.
+#[test]
+fn a_command_queued_while_the_holder_lets_go_is_sent_by_the_holder() {
+    job(2, Settings::default(), |c| {
+        if c.rank() == 0 {
+            c.stop_thread();
+            let ctx = c.ctx_create().unwrap();
+            std::thread::scope(|s| {
+                let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+                let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+                let c = &c;
+                let issuer = s.spawn(move || {
+                    go_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+                    c.put(ctx, 1, 64, &[0x3c; 8]).unwrap();
+                    done_tx.send(()).unwrap();
+                });
+                let held = c.hold_engine();
+                progress::BEFORE_UNLOCK.with_borrow_mut(|f| {
+                    *f = Some(Box::new(move || {
+                        go_tx.send(()).unwrap();
+                        done_rx
+                            .recv_timeout(Duration::from_secs(20))
+                            .expect("the put returned while the core was held");
+                    }))
+                });
+                drop(held);
+                assert_eq!(
+                    c.shared.queued.load(Ordering::SeqCst),
+                    0,
+                    "the put queued in the holder's last moment was left in its queue"
+                );
+                issuer.join().unwrap();
+            });
+            c.quiet(ctx).unwrap();
+            let mut b = [0u8; 8];
+            c.get(ctx, 1, 64, &mut b).unwrap();
+            assert_eq!(b, [0x3c; 8]);
+            c.ctx_destroy(ctx).unwrap();
+        }
+        c.barrier().unwrap();
+        c.finalize().unwrap();
+    });
+}
+
+/// Threads each on their own context (and one on the default context)
+/// issue puts and atomics at once, contending for the core. Once they have
+/// all returned nothing stays queued (the progress thread may hold the
+/// core a moment longer, so this is awaited, bounded, without calling the
+/// conduit), and after each context's quiet every byte and count is exact.
+#[test]
+fn threads_on_their_own_contexts_leave_nothing_queued_and_land_exactly() {
+    job(2, Settings::default(), |c| {
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 300;
+        let value = |t: usize, i: usize| ((t as u64) << 32) | i as u64;
+        let big =
+            |t: usize, i: usize| -> Vec<u8> { (0..2000).map(|k| (k + 7 * i + t) as u8).collect() };
+        if c.rank() == 0 {
+            let ctxs: Vec<CtxId> = (0..THREADS)
+                .map(|t| {
+                    if t == 0 {
+                        CtxId::DEFAULT
+                    } else {
+                        c.ctx_create().unwrap()
+                    }
+                })
+                .collect();
+            std::thread::scope(|s| {
+                for (t, &ctx) in ctxs.iter().enumerate() {
+                    let c = &c;
+                    s.spawn(move || {
+                        for i in 0..ROUNDS {
+                            let at = 8 * (t * ROUNDS + i);
+                            c.put(ctx, 1, at, &value(t, i).to_le_bytes()).unwrap();
+                            c.atomic(ctx, 1, 65536 + 8 * t, AmoOp::Add, AmoWidth::W64, 1, 0)
+                                .unwrap();
+                            if i % 10 == 0 {
+                                c.put(ctx, 1, 131072 + 4096 * t, &big(t, i)).unwrap();
+                                c.fence(ctx).unwrap();
+                            }
+                        }
+                    });
+                }
+            });
+            let start = Instant::now();
+            while c.shared.queued.load(Ordering::SeqCst) != 0 {
+                assert!(
+                    start.elapsed() < Duration::from_secs(20),
+                    "{} commands were left in the contexts' queues",
+                    c.shared.queued.load(Ordering::SeqCst)
+                );
+                std::thread::yield_now();
+            }
+            for &ctx in &ctxs {
+                c.quiet(ctx).unwrap();
+                assert_eq!(c.outstanding(ctx).unwrap(), 0);
+            }
+            for t in 0..THREADS {
+                let mut w = vec![0u8; 8 * ROUNDS];
+                c.get(CtxId::DEFAULT, 1, 8 * t * ROUNDS, &mut w).unwrap();
+                for i in 0..ROUNDS {
+                    let got = u64::from_le_bytes(w[8 * i..8 * i + 8].try_into().unwrap());
+                    assert_eq!(got, value(t, i), "thread {t}, put {i}");
+                }
+                let n = c
+                    .atomic(
+                        CtxId::DEFAULT,
+                        1,
+                        65536 + 8 * t,
+                        AmoOp::Fetch,
+                        AmoWidth::W64,
+                        0,
+                        0,
+                    )
+                    .unwrap();
+                assert_eq!(n, ROUNDS as u64);
+                let mut v = vec![0u8; 2000];
+                c.get(CtxId::DEFAULT, 1, 131072 + 4096 * t, &mut v).unwrap();
+                assert!(v == big(t, ROUNDS - 10), "thread {t}'s last large put won");
+            }
+            for &ctx in &ctxs[1..] {
+                c.ctx_destroy(ctx).unwrap();
+            }
+        }
+        c.barrier().unwrap();
+        c.finalize().unwrap();
+    });
 }
