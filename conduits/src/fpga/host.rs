@@ -513,10 +513,11 @@ impl FpgaConduit {
                 None => return,
             }
         };
-        if !c.status.is_ok() && !matches!(w, Waiter::Keep) {
-            if let Some(st) = h.ctxs.get(ctx as usize) {
-                st.record(status_error(c.target as usize, &c));
-            }
+        if !c.status.is_ok()
+            && !matches!(w, Waiter::Keep)
+            && let Some(st) = h.ctxs.get(ctx as usize)
+        {
+            st.record(status_error(c.target as usize, &c));
         }
         match w {
             Waiter::Free(id) => h.stage.free(id),
