@@ -543,8 +543,15 @@ impl<'a> Coll<'a> {
                 if me != 0 {
                     let parent = (me - 1) / TREE_RADIX;
                     self.send_summary(parent, at, &sum)?;
-                    // The parent's summary is the whole team's.
+                    // The parent's summary is the whole team's, this
+                    // subtree's included: merging the subtree's again
+                    // changes nothing, except when the parent made a
+                    // collective without the check (a barrier) and left an
+                    // old summary in its cell, which a call here then
+                    // contradicts.
+                    let mine = sum;
                     sum = self.wait_summary(parent, at)?;
+                    sum.merge(&mine);
                 }
                 for c in kids {
                     self.send_summary(c, at, &sum)?;
