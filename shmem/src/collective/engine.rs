@@ -513,11 +513,12 @@ impl<'a> Coll<'a> {
     /// the cell, and a sender reaches the same place again two syncs
     /// later, which it cannot before the receiver has entered the next
     /// sync, after reading this one.
-    fn sync_agree(&mut self, args: Args) -> Result<()> {
+    pub(crate) fn sync_agree(&mut self, args: Args) -> Result<()> {
         let (n, me) = (self.n(), self.me());
         if n == 1 {
             return Ok(());
         }
+        let args = args.stamped(self.st.agree_step);
         let parity = (self.st.agree_step % 2) as usize;
         self.st.agree_step += 1;
         let at = 8 + parity * SUMMARY_LEN;
@@ -547,8 +548,8 @@ impl<'a> Coll<'a> {
                     // subtree's included: merging the subtree's again
                     // changes nothing, except when the parent made a
                     // collective without the check (a barrier) and left an
-                    // old summary in its cell, which a call here then
-                    // contradicts.
+                    // old summary in its cell, which a stamped call here
+                    // then contradicts (`Args::stamped`).
                     let mine = sum;
                     sum = self.wait_summary(parent, at)?;
                     sum.merge(&mine);
