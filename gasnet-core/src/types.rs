@@ -46,7 +46,7 @@ pub enum Direction {
 ///
 /// Every reserved index is listed here, including the conduit- and
 /// transport-private ones ([`handlers::EXIT`], [`handlers::PROBE`]); the
-/// indices `11..=61` are free for future system handlers.
+/// indices `13..=61` are free for future system handlers.
 pub mod handlers {
     /// Never a valid handler; a packet naming it is rejected.
     pub const INVALID: u8 = 0;
@@ -72,6 +72,13 @@ pub mod handlers {
     pub const EXCHANGE: u8 = 9;
     /// Short request: a liveness probe answered with [`ACK`].
     pub const PING: u8 = 10;
+    /// Short request of the `shmem` layer's delivery check: its handler
+    /// replies [`FLUSH_DONE`] with the same arguments. Sent after Long
+    /// messages, it tells their sender that their payloads are written
+    /// (active messages from one PE to one target are delivered in order).
+    pub const FLUSH: u8 = 11;
+    /// Short reply to [`FLUSH`].
+    pub const FLUSH_DONE: u8 = 12;
     /// Conduit-private, ipv6: Short request ending the receiving PE's
     /// process with the status in args\[0\] (`shmem_global_exit` from a
     /// peer). Never reaches the `shmem` layer.

@@ -74,6 +74,30 @@
 //! # Ok::<(), shmem::ShmemError>(())
 //! ```
 //!
+//! For a safe zero-copy view, make the object read-only on every PE:
+//! [`SymVec::into_read_only`] is collective, takes the object by value
+//! (so no handle that could write it survives), completes every
+//! operation each PE issued (on every context, and its Long active
+//! messages) and syncs the PEs, checking that they all convert the same
+//! object. The [`SymReadOnly`] it returns derefs to `&[T]`, reads peers'
+//! copies ([`SymReadOnly::get`], [`SymReadOnly::g`]) and can be a
+//! collective's source; [`SymReadOnly::into_mut`] makes it writable again
+//! (collective too). [`sym::readonly`] argues why no writer remains.
+//!
+//! ```no_run
+//! let sh = shmem::init()?;
+//! let (me, n) = (sh.my_pe(), sh.n_pes());
+//! let x = sh.calloc::<u64>(n)?;
+//! for pe in 0..n {
+//!     x.p(me, me as u64, pe)?;            // element `me` of every PE
+//! }
+//! let x = x.into_read_only()?;            // completes the puts: no barrier
+//! let all: &[u64] = &x;                   // zero-copy, and safe
+//! assert!(all.iter().enumerate().all(|(i, &v)| v == i as u64));
+//! let x = x.into_mut()?;                  // writable again
+//! # Ok::<(), shmem::ShmemError>(())
+//! ```
+//!
 //! ### 3. One-sided operations
 //!
 //! [`SymVec::put`], [`SymVec::get`], [`SymVec::p`], [`SymVec::g`] move
@@ -189,7 +213,7 @@
 //! | `shmem_barrier_all`, `shmem_sync_all` | [`Shmem::barrier_all`], [`Shmem::sync_all`] |
 //! | `shmem_global_exit` | [`Shmem::global_exit`], [`global_exit`] |
 //! | `shmem_ptr` | [`SymVec::ptr`] |
-//! | local access (C: loads and stores) | [`SymVec::read`], [`SymVec::write`], [`SymVec::to_vec`], [`SymVec::read_range`], [`SymVec::copy_to`], [`SymVec::copy_from`], [`SymVec::fill`], [`SymVec::iter`]; zero-copy: the `unsafe` [`SymVec::as_slice`], [`SymVec::as_mut_slice`] |
+//! | local access (C: loads and stores) | [`SymVec::read`], [`SymVec::write`], [`SymVec::to_vec`], [`SymVec::read_range`], [`SymVec::copy_to`], [`SymVec::copy_from`], [`SymVec::fill`], [`SymVec::iter`]; zero-copy: [`SymVec::into_read_only`] (a safe `&[T]` while no PE can write), or the `unsafe` [`SymVec::as_slice`], [`SymVec::as_mut_slice`] |
 //! | active messages (`shmemx_am_*`) | [`Shmem::am_register`], [`Shmem::am_short`], [`Shmem::am_medium`], [`Shmem::am_long`], [`am::Token`], [`Shmem::am_typed`] (see [`am`]) |
 //! | `shmem_init_thread`, `shmem_query_thread` | [`init_thread`], [`Shmem::query_thread`] (and the free [`query_thread`]) |
 //! | `SHMEM_TEAM_WORLD`, `SHMEM_TEAM_SHARED` | [`Shmem::team_world`], [`Shmem::team_shared`] |
@@ -210,8 +234,12 @@
 //! atomics and collectives, by other threads and by conduit progress
 //! threads, at any time. Safe code therefore never holds a Rust reference
 //! to it: local elements are read and written by copy (volatile loads and
-//! stores), and the zero-copy views are `unsafe fn`s whose callers promise
-//! that no writer exists while the view lives. Every operation, blocking or
+//! stores), and the zero-copy views are either `unsafe fn`s whose callers
+//! promise that no writer exists while the view lives, or borrows of a
+//! [`SymReadOnly`], whose collective conversion excludes every writer for
+//! its lifetime ([`sym::readonly`]; it assumes, as every collective does,
+//! that all PEs make their collective calls in the same order, and says
+//! what it detects when they do not). Every operation, blocking or
 //! not, on a [`Ctx`] or the default context, from Rust or C, takes one path
 //! (a context, then the conduit), where the PE, range, alignment and
 //! context checks are made once.
@@ -254,7 +282,7 @@ pub use ctx::{Ctx, CtxOptions, ThreadLevel};
 pub use error::{Result, ShmemError};
 pub use nbi::NbiScope;
 pub use pod::{AmoElem, AmoInt, Pod};
-pub use sym::SymVec;
+pub use sym::{SymReadOnly, SymVec};
 pub use team::{Team, TeamConfig};
 pub use wait::Cmp;
 

@@ -10,6 +10,10 @@
 //!
 //! Remote calls name elements by index: `x.put(start, src, pe)` writes
 //! `src` over elements `start..start + src.len()` of `pe`'s copy of `x`.
+//!
+//! A [`SymReadOnly<T>`] is such an object made read-only on every PE
+//! ([`SymVec::into_read_only`]): no PE can write it while it lives, so it
+//! hands out `&[T]` over this PE's copy ([`readonly`]).
 
 use crate::Shmem;
 use crate::error::{Result, ShmemError};
@@ -21,6 +25,9 @@ use conduits::prelude::*;
 use std::marker::PhantomData;
 
 mod atomic;
+pub mod readonly;
+
+pub use readonly::{Readable, SymReadOnly};
 
 /// A symmetric array of `len` elements of `T`, one copy on every PE.
 ///
@@ -341,7 +348,8 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// write this memory at any time, and a Rust reference promises that
     /// nothing does while it lives. Use [`SymVec::read`],
     /// [`SymVec::to_vec`], [`SymVec::copy_to`] or [`SymVec::iter`]
-    /// instead. This does not compile:
+    /// instead, or, for a safe zero-copy view, make the object read-only
+    /// on every PE ([`SymVec::into_read_only`]). This does not compile:
     ///
     /// ```compile_fail,E0133
     /// let sh = shmem::init()?;

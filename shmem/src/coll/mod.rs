@@ -4,7 +4,10 @@
 //! team*: every member calls it, in the same order as its other collectives
 //! on that team, with the same element count (except [`Team::collect`]),
 //! root and strides. Destinations and sources are symmetric objects
-//! ([`SymVec`]); counts are in elements. A call on one PE returns once this
+//! ([`SymVec`]); a source may also be a read-only object
+//! ([`crate::SymReadOnly`], any [`Readable`]), which collectives only read
+//! (every PE pushes from its own copy). Counts are in elements. A call on
+//! one PE returns once this
 //! PE's part is done: its `dest` holds the result, and its `source` may be
 //! reused. Data collectives begin with a team sync, so back-to-back
 //! collectives may use the same destination without user synchronization
@@ -73,7 +76,7 @@ pub(crate) use crate::collective::{Args, Coll};
 use crate::config::{AlltoallAlgo, BarrierAlgo, BcastAlgo, FcollectAlgo, ReduceAlgo};
 use crate::error::{Result, ShmemError};
 use crate::pod::Pod;
-use crate::sym::SymVec;
+use crate::sym::{Readable, SymVec};
 use crate::team::Team;
 use ops::{And, Max, Min, Or, Prod, ReduceOp, Reducible, Sum, Xor};
 
@@ -83,7 +86,7 @@ macro_rules! reduce_fns {
         pub fn $name<T: Reducible<$op>>(
             &self,
             dest: &SymVec<'_, T>,
-            source: &SymVec<'_, T>,
+            source: &impl Readable<T>,
             nreduce: usize,
         ) -> Result<()> {
             self.reduce_call::<$op, T>($c, dest, source, nreduce)
@@ -105,7 +108,7 @@ impl Team<'_> {
     fn need<T: Pod>(
         &self,
         call: &'static str,
-        v: &SymVec<'_, T>,
+        v: &impl Readable<T>,
         count: Option<usize>,
     ) -> Result<usize> {
         match count {
@@ -202,7 +205,7 @@ impl Team<'_> {
     pub fn broadcast<T: Pod>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nelems: usize,
         root: usize,
     ) -> Result<()> {
@@ -236,7 +239,7 @@ impl Team<'_> {
     pub fn fcollect<T: Pod>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nelems: usize,
     ) -> Result<()> {
         const CALL: &str = "shmem_fcollect";
@@ -262,7 +265,7 @@ impl Team<'_> {
     pub fn collect<T: Pod>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nelems: usize,
     ) -> Result<usize> {
         const CALL: &str = "shmem_collect";
@@ -289,7 +292,7 @@ impl Team<'_> {
     pub fn alltoall<T: Pod>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nelems: usize,
     ) -> Result<()> {
         const CALL: &str = "shmem_alltoall";
@@ -316,7 +319,7 @@ impl Team<'_> {
     pub fn alltoalls<T: Pod>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         dst: usize,
         sst: usize,
         nelems: usize,
@@ -346,7 +349,7 @@ impl Team<'_> {
         &self,
         call: &'static str,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nreduce: usize,
     ) -> Result<()> {
         let d = self.need(call, dest, Some(nreduce))?;
@@ -372,7 +375,7 @@ impl Team<'_> {
     pub fn reduce<O: ReduceOp, T: Reducible<O>>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nreduce: usize,
     ) -> Result<()> {
         self.reduce_call::<O, T>("shmem_reduce", dest, source, nreduce)
@@ -399,7 +402,7 @@ impl Team<'_> {
         &self,
         call: &'static str,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nreduce: usize,
         exclusive: bool,
     ) -> Result<()> {
@@ -425,7 +428,7 @@ impl Team<'_> {
     pub fn inscan<O: ReduceOp, T: Reducible<O>>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nreduce: usize,
     ) -> Result<()> {
         self.scan_call::<O, T>("shmem_inscan", dest, source, nreduce, false)
@@ -437,7 +440,7 @@ impl Team<'_> {
     pub fn exscan<O: ReduceOp, T: Reducible<O>>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nreduce: usize,
     ) -> Result<()> {
         self.scan_call::<O, T>("shmem_exscan", dest, source, nreduce, true)
@@ -447,7 +450,7 @@ impl Team<'_> {
     pub fn sum_inscan<T: Reducible<Sum>>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nreduce: usize,
     ) -> Result<()> {
         self.scan_call::<Sum, T>("shmem_sum_inscan", dest, source, nreduce, false)
@@ -457,7 +460,7 @@ impl Team<'_> {
     pub fn sum_exscan<T: Reducible<Sum>>(
         &self,
         dest: &SymVec<'_, T>,
-        source: &SymVec<'_, T>,
+        source: &impl Readable<T>,
         nreduce: usize,
     ) -> Result<()> {
         self.scan_call::<Sum, T>("shmem_sum_exscan", dest, source, nreduce, true)

@@ -41,6 +41,16 @@ pub(crate) enum Kind {
     Reduce = 6,
     /// `v`: elements, element size, operator and type tag, exclusive.
     Scan = 7,
+    /// A symmetric object made read-only ([`crate::SymVec::into_read_only`]).
+    /// `v`: segment offset, bytes, element size (bit 63: this PE could not
+    /// complete its operations), the team's count of checked calls.
+    ReadOnly = 8,
+    /// A read-only object made writable again
+    /// ([`crate::sym::SymReadOnly::into_mut`]); `v` as for `ReadOnly`.
+    Writable = 9,
+    /// A read-only object freed ([`crate::sym::SymReadOnly::free`]); `v` as
+    /// for `ReadOnly`.
+    FreeReadOnly = 10,
 }
 
 impl Kind {
@@ -53,6 +63,9 @@ impl Kind {
             5 => Kind::Alltoalls,
             6 => Kind::Reduce,
             7 => Kind::Scan,
+            8 => Kind::ReadOnly,
+            9 => Kind::Writable,
+            10 => Kind::FreeReadOnly,
             _ => return None,
         })
     }
@@ -134,6 +147,51 @@ impl Args {
 }
 
 impl Args {
+    /// A conversion of kind `kind` (`ReadOnly`, `Writable` or
+    /// `FreeReadOnly`) of the object of `bytes` bytes of `es`-byte
+    /// elements at segment offset `off`; `failed` when this PE could not
+    /// complete its operations first (its call then differs from every
+    /// other PE's, so that every PE fails). The count of checked calls is
+    /// added by the sync ([`Args::stamped`]).
+    pub(crate) fn conversion(
+        kind: Kind,
+        off: usize,
+        bytes: usize,
+        es: usize,
+        failed: bool,
+    ) -> Args {
+        debug_assert!(matches!(
+            kind,
+            Kind::ReadOnly | Kind::Writable | Kind::FreeReadOnly
+        ));
+        Args {
+            kind,
+            v: [
+                off as u64,
+                bytes as u64,
+                es as u64 | (failed as u64) << 63,
+                0,
+            ],
+        }
+    }
+
+    /// The arguments as checked at the team's `step`-th checked call: a
+    /// conversion carries the count, so that its check word never equals
+    /// one left by an earlier call. A PE that makes an unchecked collective
+    /// (a barrier) while the others convert sends no check word; they read
+    /// the one it left for an earlier call, which then differs, and fail
+    /// rather than take its arrival for agreement. Other kinds are
+    /// unchanged.
+    pub(crate) fn stamped(mut self, step: u64) -> Args {
+        if matches!(
+            self.kind,
+            Kind::ReadOnly | Kind::Writable | Kind::FreeReadOnly
+        ) {
+            self.v[3] = step;
+        }
+        self
+    }
+
     /// The hash PEs compare. The routine's name is not part of it: C
     /// programs may name one call differently on different PEs
     /// (`shmem_int_` and `shmem_int32_` are the same type), and everything
@@ -224,6 +282,23 @@ impl Record {
                 "{a} elements of {b} bytes ({})",
                 if d != 0 { "exclusive" } else { "inclusive" }
             ),
+            Some(Kind::ReadOnly | Kind::Writable | Kind::FreeReadOnly) => format!(
+                "the object at segment offset {a:#x} ({b} bytes, elements of {} bytes{}) \
+                 as checked collective call {d}",
+                c & !(1 << 63),
+                if c >> 63 != 0 {
+                    "; its operations did not complete"
+                } else {
+                    ""
+                }
+            ),
+            None if self.name_len == 0 => {
+                // A PE that made a collective without the check (a
+                // barrier, an allocation) left no record.
+                return "a collective without the argument check (a barrier, an allocation, \
+                        a free)"
+                    .to_string();
+            }
             None => "unknown arguments".to_string(),
         };
         format!("{} with {what}", self.name())
@@ -424,6 +499,44 @@ mod tests {
         b.fill(0xff);
         let _ = Record::decode(&b).describe();
         let _ = Summary::decode(&[0xff; SUMMARY_LEN]).disagreement();
+    }
+
+    #[test]
+    fn conversions_carry_the_call_count_and_the_failure() {
+        let ro = |off, step, failed| {
+            Args::conversion(Kind::ReadOnly, off, 64, 8, failed)
+                .stamped(step)
+                .hash()
+        };
+        assert_eq!(ro(0x10000, 5, false), ro(0x10000, 5, false));
+        // Another object, another call count, a PE that failed: all differ.
+        assert_ne!(ro(0x10000, 5, false), ro(0x10040, 5, false));
+        assert_ne!(ro(0x10000, 5, false), ro(0x10000, 3, false));
+        assert_ne!(ro(0x10000, 5, false), ro(0x10000, 5, true));
+        // The three conversions differ from each other.
+        let k = |kind| {
+            Args::conversion(kind, 0x10000, 64, 8, false)
+                .stamped(5)
+                .hash()
+        };
+        assert_ne!(k(Kind::ReadOnly), k(Kind::Writable));
+        assert_ne!(k(Kind::Writable), k(Kind::FreeReadOnly));
+        // Data collectives are not stamped.
+        assert_eq!(
+            Args::broadcast(0, 4, 8).stamped(9).hash(),
+            Args::broadcast(0, 4, 8).hash()
+        );
+        let r = Record::new(
+            2,
+            "SymVec::into_read_only",
+            Args::conversion(Kind::ReadOnly, 0x10000, 64, 8, true).stamped(5),
+        );
+        assert_eq!(Record::decode(&r.encode()), r);
+        assert_eq!(
+            r.describe(),
+            "SymVec::into_read_only with the object at segment offset 0x10000 (64 bytes, \
+             elements of 8 bytes; its operations did not complete) as checked collective call 5"
+        );
     }
 
     #[test]

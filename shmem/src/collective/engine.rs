@@ -513,11 +513,12 @@ impl<'a> Coll<'a> {
     /// the cell, and a sender reaches the same place again two syncs
     /// later, which it cannot before the receiver has entered the next
     /// sync, after reading this one.
-    fn sync_agree(&mut self, args: Args) -> Result<()> {
+    pub(crate) fn sync_agree(&mut self, args: Args) -> Result<()> {
         let (n, me) = (self.n(), self.me());
         if n == 1 {
             return Ok(());
         }
+        let args = args.stamped(self.st.agree_step);
         let parity = (self.st.agree_step % 2) as usize;
         self.st.agree_step += 1;
         let at = 8 + parity * SUMMARY_LEN;
@@ -543,8 +544,15 @@ impl<'a> Coll<'a> {
                 if me != 0 {
                     let parent = (me - 1) / TREE_RADIX;
                     self.send_summary(parent, at, &sum)?;
-                    // The parent's summary is the whole team's.
+                    // The parent's summary is the whole team's, this
+                    // subtree's included: merging the subtree's again
+                    // changes nothing, except when the parent made a
+                    // collective without the check (a barrier) and left an
+                    // old summary in its cell, which a stamped call here
+                    // then contradicts (`Args::stamped`).
+                    let mine = sum;
                     sum = self.wait_summary(parent, at)?;
+                    sum.merge(&mine);
                 }
                 for c in kids {
                     self.send_summary(c, at, &sum)?;

@@ -8,7 +8,7 @@ mod agree;
 mod engine;
 pub mod ops;
 
-pub(crate) use agree::Args;
+pub(crate) use agree::{Args, Kind};
 pub use engine::TREE_RADIX;
 pub(crate) use engine::{
     Coll, choose_alltoall, choose_barrier, choose_bcast, choose_fcollect, choose_reduce,
@@ -28,5 +28,52 @@ impl Runtime {
     /// barrier on its pool slot, see [`crate::coll`]).
     pub(crate) fn sync_all(&self, call: &'static str) -> Result<()> {
         Coll::new(self, &self.pool.world, call)?.sync()
+    }
+
+    /// Completes everything this PE issued that writes symmetric memory:
+    /// the puts, atomics and puts-with-signal of the default context and
+    /// of every other live context (Rust's [`crate::Ctx`] and the C ABI's,
+    /// whichever thread issued them), the Long active messages it sent
+    /// ([`crate::am::flush_long`]; callers hold the world team's collective
+    /// lock) and the compute tiles it started on boards, which write their
+    /// results ([`crate::compute::wait_tiles`]). Goes through all of them
+    /// even when one fails; returns the first error.
+    pub(crate) fn complete_all(&self, call: &'static str) -> Result<()> {
+        let default = self.quiet(call);
+        let others = self.contexts.quiet_all(self).map_err(|e| self.err(call, e));
+        let long = crate::am::flush_long(self, call);
+        let tiles = crate::compute::wait_tiles(self, call);
+        default.and(others).and(long).and(tiles)
+    }
+
+    /// The world-team step of a read-only conversion ([`crate::sym`]):
+    /// holding the world team's collective lock, completes this PE's
+    /// operations first when `complete` ([`Runtime::complete_all`]), then
+    /// syncs the team with the argument check of data collectives, each PE
+    /// naming the conversion `kind` and its object (segment offset `off`,
+    /// `bytes` bytes of `es`-byte elements). No PE returns before every PE
+    /// has entered; every PE returns
+    /// [`crate::ShmemError::CollectiveMismatch`], naming two PEs and their
+    /// calls, when the PEs named different objects or conversions, or one
+    /// of them made another checked collective. A PE that could not
+    /// complete its operations makes its call differ, so that every PE
+    /// fails, and returns its own error.
+    pub(crate) fn convert_sync(
+        &self,
+        call: &'static str,
+        kind: Kind,
+        off: usize,
+        bytes: usize,
+        es: usize,
+        complete: bool,
+    ) -> Result<()> {
+        let mut c = Coll::new(self, &self.pool.world, call)?;
+        let local = if complete {
+            self.complete_all(call)
+        } else {
+            Ok(())
+        };
+        let agreed = c.sync_agree(Args::conversion(kind, off, bytes, es, local.is_err()));
+        local.and(agreed)
     }
 }

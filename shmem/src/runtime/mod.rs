@@ -148,6 +148,10 @@ pub struct Runtime {
     thread_level: ThreadLevel,
     /// First active-set slot and how many there are (C ABI; 0 otherwise).
     pub(crate) active_sets: (usize, usize),
+    /// The live conduit contexts other than the default one.
+    pub(crate) contexts: crate::op::Contexts,
+    /// The PEs this PE sent Long active messages to since the last flush.
+    pub(crate) long_sent: crate::am::LongTargets,
 }
 
 /// Exit status of a job ended because a wait made no progress for
@@ -290,7 +294,11 @@ impl Runtime {
             conduit,
             active_sets: (slots, active),
             statics,
+            contexts: crate::op::Contexts::default(),
+            long_sent: crate::am::LongTargets::new(n),
         };
+        crate::am::register_flush(&rt.conduit)
+            .map_err(|e| ShmemError::conduit(rt.me, "shmem_init", e))?;
         rt.write_header();
         // Every PE attached and initialized its header before any
         // one-sided traffic starts.

@@ -99,7 +99,13 @@ impl Coll<'_> {
         let leader = host[0];
         if me != leader {
             self.send_summary(leader, at, &sum)?;
-            return self.wait_summary(leader, at);
+            // The leader's summary is the whole team's, this PE's call
+            // included; merging it again changes nothing, except when the
+            // leader made a collective without the check and left an old
+            // summary there, which this PE's call then contradicts.
+            let mut all = self.wait_summary(leader, at)?;
+            all.merge(&sum);
+            return Ok(all);
         }
         for &m in &host[1..] {
             sum.merge(&self.wait_summary(m, at)?);
@@ -125,7 +131,10 @@ impl Coll<'_> {
                     if me != 0 {
                         let parent = (me - 1) / r;
                         c.send_summary(parent, at, &sum)?;
+                        // As for a host's members above.
+                        let mine = sum;
                         sum = c.wait_summary(parent, at)?;
+                        sum.merge(&mine);
                     }
                     for k in kids {
                         c.send_summary(k, at, &sum)?;
