@@ -37,7 +37,7 @@ use crate::sym::SymVec;
 use conduits::{ActiveMessages, ConduitKind};
 use gasnet_core::compute::{ART_NONE, GEMM_ART_FAILED, GEMM_BAD, GEMM_OK, GEMM_RUN};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// One GEMM tile: `C = A × B`, each matrix an `f64` symmetric object and
@@ -77,40 +77,6 @@ pub struct Art<'a> {
 #[derive(Debug, PartialEq, Eq, Hash)]
 #[must_use = "wait for the tile with Compute::wait"]
 pub struct Ticket(u32);
-
-/// Tiles this process started whose reply has not arrived: their board
-/// may still write `C` and stream ART results. A read-only conversion
-/// waits for none to be left ([`wait_tiles`]).
-static RUNNING: AtomicU64 = AtomicU64::new(0);
-
-/// Waits until every tile this PE started has been replied to (computed,
-/// and every ART put acknowledged), so that no board writes an object on
-/// its behalf any more: part of completing a PE's operations before a
-/// read-only conversion ([`crate::sym::SymReadOnly`]). Free when no tile
-/// runs.
-pub(crate) fn wait_tiles(rt: &Runtime, call: &'static str) -> Result<()> {
-    let mut backoff = conduits::wait::Backoff::new();
-    while RUNNING.load(Ordering::Acquire) != 0 {
-        {
-            use conduits::prelude::*;
-            rt.conduit.poll().map_err(|e| rt.err(call, e))?;
-        }
-        if let Some(waited) = backoff.timed_out() {
-            return Err(rt.err(
-                call,
-                conduits::ConduitError::Timeout {
-                    what: format!(
-                        "the replies to the {} compute tiles it started",
-                        RUNNING.load(Ordering::Relaxed)
-                    ),
-                    waited,
-                },
-            ));
-        }
-        backoff.snooze();
-    }
-    Ok(())
-}
 
 /// Replies of tiles by job number: `(status, results)`.
 #[derive(Default)]
@@ -169,7 +135,7 @@ impl Shmem {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(job, (status, results));
-                RUNNING.fetch_sub(1, Ordering::AcqRel);
+                crate::runtime::TILES_RUNNING.fetch_sub(1, Ordering::AcqRel);
             }
         })?;
         Ok(Compute { rt, done, state })
@@ -235,7 +201,7 @@ impl Compute<'_> {
             job,
         ];
         // Counted before it can be replied to.
-        RUNNING.fetch_add(1, Ordering::AcqRel);
+        crate::runtime::TILES_RUNNING.fetch_add(1, Ordering::AcqRel);
         if let Err(e) = crate::am::request(
             self.rt,
             CALL,
@@ -246,7 +212,7 @@ impl Compute<'_> {
             &[],
             0,
         ) {
-            RUNNING.fetch_sub(1, Ordering::AcqRel);
+            crate::runtime::TILES_RUNNING.fetch_sub(1, Ordering::AcqRel);
             return Err(e);
         }
         Ok(Ticket(job))
@@ -257,7 +223,7 @@ impl Compute<'_> {
     pub fn wait(&self, t: Ticket) -> Result<usize> {
         const CALL: &str = "shmem::compute wait";
         let rt = self.rt;
-        crate::progress::not_in_handler(rt, CALL)?;
+        rt.not_in_handler(CALL)?;
         let mut backoff = conduits::wait::Backoff::new();
         loop {
             let got = self

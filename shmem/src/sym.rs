@@ -86,7 +86,7 @@ impl Shmem {
         zero: bool,
     ) -> Result<SymVec<'_, T>> {
         let rt = self.rt();
-        crate::progress::not_in_handler(rt, call)?;
+        rt.not_in_handler(call)?;
         let bytes = byte_len::<T>(rt, call, len)?;
         let align = align.max(align_of::<T>());
         let what = format!("{len} x {}", std::any::type_name::<T>());

@@ -263,7 +263,7 @@ weak_alias!("shmemx_am_reply_long");
 pub extern "C" fn shmemx_am_poll() {
     const CALL: &str = "shmemx_am_poll";
     let rt = rt(CALL);
-    ok(crate::progress::not_in_handler(rt, CALL).and_then(|()| {
+    ok(rt.not_in_handler(CALL).and_then(|()| {
         use conduits::prelude::*;
         rt.conduit.poll().map_err(|e| rt.err(CALL, e))
     }));

@@ -147,7 +147,7 @@ pub(crate) struct Coll<'a> {
 impl<'a> Coll<'a> {
     /// Starts a collective on `t`; errors if the team was destroyed.
     pub(crate) fn new(rt: &'a Runtime, t: &'a TeamState, call: &'static str) -> Result<Coll<'a>> {
-        crate::progress::not_in_handler(rt, call)?;
+        rt.not_in_handler(call)?;
         if t.destroyed.load(std::sync::atomic::Ordering::Acquire) {
             return Err(ShmemError::Invalid {
                 pe: rt.my_pe(),

@@ -34,15 +34,15 @@ impl Runtime {
     /// the puts, atomics and puts-with-signal of the default context and
     /// of every other live context (Rust's [`crate::Ctx`] and the C ABI's,
     /// whichever thread issued them), the Long active messages it sent
-    /// ([`crate::am::flush_long`]; callers hold the world team's collective
+    /// ([`crate::runtime::flush_long`]; callers hold the world team's collective
     /// lock) and the compute tiles it started on boards, which write their
-    /// results ([`crate::compute::wait_tiles`]). Goes through all of them
+    /// results ([`crate::runtime::wait_tiles`]). Goes through all of them
     /// even when one fails; returns the first error.
     pub(crate) fn complete_all(&self, call: &'static str) -> Result<()> {
         let default = self.quiet(call);
         let others = self.contexts.quiet_all(self).map_err(|e| self.err(call, e));
-        let long = crate::am::flush_long(self, call);
-        let tiles = crate::compute::wait_tiles(self, call);
+        let long = crate::runtime::flush_long(self, call);
+        let tiles = crate::runtime::wait_tiles(self, call);
         default.and(others).and(long).and(tiles)
     }
 

@@ -55,10 +55,16 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+mod contexts;
 mod global;
+mod long_sent;
+mod tiles;
 
+pub(crate) use contexts::Contexts;
 use global::{IN_EXIT_HOOK, Parked, exit_now, take_parked};
 pub(crate) use global::{finish, finish_and_park, with_runtime};
+pub(crate) use long_sent::{LongTargets, flush_long};
+pub(crate) use tiles::{TILES_RUNNING, wait_tiles};
 
 /// Offsets of the runtime-internal region of the segment.
 pub mod layout {
@@ -134,7 +140,7 @@ pub struct Runtime {
     me: usize,
     n: usize,
     /// How many user active-message handlers run in this process now
-    /// ([`crate::progress::not_in_handler`]).
+    /// ([`Runtime::not_in_handler`]).
     pub(crate) handlers: AtomicUsize,
     /// `SHMEM_SYMMETRIC_SIZE` (read on every symmetric-address check).
     heap_len: usize,
@@ -149,9 +155,9 @@ pub struct Runtime {
     /// First active-set slot and how many there are (C ABI; 0 otherwise).
     pub(crate) active_sets: (usize, usize),
     /// The live conduit contexts other than the default one.
-    pub(crate) contexts: crate::op::Contexts,
+    pub(crate) contexts: Contexts,
     /// The PEs this PE sent Long active messages to since the last flush.
-    pub(crate) long_sent: crate::am::LongTargets,
+    pub(crate) long_sent: LongTargets,
 }
 
 /// Exit status of a job ended because a wait made no progress for
@@ -294,10 +300,10 @@ impl Runtime {
             conduit,
             active_sets: (slots, active),
             statics,
-            contexts: crate::op::Contexts::default(),
-            long_sent: crate::am::LongTargets::new(n),
+            contexts: Contexts::default(),
+            long_sent: LongTargets::new(n),
         };
-        crate::am::register_flush(&rt.conduit)
+        long_sent::register_flush(&rt.conduit)
             .map_err(|e| ShmemError::conduit(rt.me, "shmem_init", e))?;
         rt.write_header();
         // Every PE attached and initialized its header before any
@@ -423,6 +429,27 @@ impl Runtime {
     /// The thread level provided at start-up.
     pub fn thread_level(&self) -> ThreadLevel {
         self.thread_level
+    }
+
+    /// Errors unless this thread is outside every AM handler: the check of
+    /// the handler rule ([`crate::progress`]), on every call that may
+    /// block.
+    ///
+    /// The hot paths read one word, [`Runtime::handlers`] (how many user
+    /// handlers run in this process now), with a relaxed load from the
+    /// runtime's first cache line, which the operation reads anyway; they
+    /// look at the thread-local mark only while some handler runs, so that
+    /// a put or a quiet pays no thread-local access (a `__tls_get_addr`
+    /// call in position-independent code) in a program that is not
+    /// running handlers.
+    #[inline(always)]
+    pub(crate) fn not_in_handler(&self, call: &'static str) -> Result<()> {
+        // A thread's own handler raised the count before it ran (sequenced
+        // before, same thread), so a zero here means this thread is in none.
+        if self.handlers.load(Ordering::Relaxed) != 0 {
+            return crate::progress::in_handler_check(self.me, call);
+        }
+        Ok(())
     }
 
     /// Errors unless `pe` is in `0..n_pes`.

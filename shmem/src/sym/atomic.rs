@@ -272,7 +272,7 @@ impl<T: AmoInt> SymVec<'_, T> {
     #[inline]
     pub fn wait_until(&self, index: usize, cmp: Cmp, value: T) -> Result<T> {
         const CALL: &str = "shmem_wait_until";
-        crate::progress::not_in_handler(self.rt, CALL)?;
+        self.rt.not_in_handler(CALL)?;
         let off = self.range(index, 1, CALL)?;
         self.rt
             .wait_word_for(
@@ -304,7 +304,7 @@ impl<T: AmoInt> SymVec<'_, T> {
     #[inline]
     pub fn test(&self, index: usize, cmp: Cmp, value: T) -> Result<bool> {
         const CALL: &str = "shmem_test";
-        crate::progress::not_in_handler(self.rt, CALL)?;
+        self.rt.not_in_handler(CALL)?;
         let off = self.range(index, 1, CALL)?;
         self.rt.conduit.poll().map_err(|e| self.rt.err(CALL, e))?;
         Ok(cmp.holds(T::from_bits(self.rt.load_word(off, T::WIDTH)), value))
@@ -344,7 +344,7 @@ impl SymVec<'_, u64> {
     #[inline]
     pub fn signal_wait_until(&self, index: usize, cmp: Cmp, value: u64) -> Result<u64> {
         const CALL: &str = "shmem_signal_wait_until";
-        crate::progress::not_in_handler(self.rt, CALL)?;
+        self.rt.not_in_handler(CALL)?;
         let off = self.range(index, 1, CALL)?;
         self.rt.wait_word_for(
             off,

@@ -1,0 +1,41 @@
+//! The compute tiles this process started on boards
+//! ([`crate::compute`]) and still waits for: a read-only conversion waits
+//! until none is left ([`wait_tiles`]).
+
+use super::Runtime;
+use crate::error::Result;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Tiles this process started whose reply has not arrived: their board
+/// may still write `C` and stream ART results. A read-only conversion
+/// waits for none to be left ([`wait_tiles`]); [`crate::compute`] counts them.
+pub(crate) static TILES_RUNNING: AtomicU64 = AtomicU64::new(0);
+
+/// Waits until every tile this PE started has been replied to (computed,
+/// and every ART put acknowledged), so that no board writes an object on
+/// its behalf any more: part of completing a PE's operations before a
+/// read-only conversion ([`crate::sym::SymReadOnly`]). Free when no tile
+/// runs.
+pub(crate) fn wait_tiles(rt: &Runtime, call: &'static str) -> Result<()> {
+    let mut backoff = conduits::wait::Backoff::new();
+    while TILES_RUNNING.load(Ordering::Acquire) != 0 {
+        {
+            use conduits::prelude::*;
+            rt.conduit.poll().map_err(|e| rt.err(call, e))?;
+        }
+        if let Some(waited) = backoff.timed_out() {
+            return Err(rt.err(
+                call,
+                conduits::ConduitError::Timeout {
+                    what: format!(
+                        "the replies to the {} compute tiles it started",
+                        TILES_RUNNING.load(Ordering::Relaxed)
+                    ),
+                    waited,
+                },
+            ));
+        }
+        backoff.snooze();
+    }
+    Ok(())
+}
