@@ -570,39 +570,35 @@ impl<Req: Serialize + DeserializeOwned, Rep: Serialize + DeserializeOwned> Typed
         const CALL: &str = "shmem::am TypedAm::call";
         let rt = self.rt;
         let seq = self.issue(CALL, pe, req, true)?;
-        let mut backoff = conduits::wait::Backoff::new();
-        loop {
-            let done = {
-                let mut w = self.state.waiting.lock().unwrap_or_else(|e| e.into_inner());
-                if matches!(w.get(&seq), Some(Some(_))) {
-                    w.remove(&seq).flatten()
-                } else {
-                    None
+        rt.poll_until(
+            CALL,
+            || {
+                let done = {
+                    let mut w = self.state.waiting.lock().unwrap_or_else(|e| e.into_inner());
+                    if matches!(w.get(&seq), Some(Some(_))) {
+                        w.remove(&seq).flatten()
+                    } else {
+                        None
+                    }
+                };
+                match done {
+                    Some(Ok(bytes)) => {
+                        postcard::from_bytes(&bytes)
+                            .map(Some)
+                            .map_err(|e| ShmemError::Invalid {
+                                pe: rt.my_pe(),
+                                call: CALL,
+                                reason: format!(
+                                    "PE {pe} replied with bytes that do not decode: {e}"
+                                ),
+                            })
+                    }
+                    Some(Err(f)) => Err(self.failure(CALL, Some(pe), f)),
+                    None => Ok(None),
                 }
-            };
-            match done {
-                Some(Ok(bytes)) => {
-                    return postcard::from_bytes(&bytes).map_err(|e| ShmemError::Invalid {
-                        pe: rt.my_pe(),
-                        call: CALL,
-                        reason: format!("PE {pe} replied with bytes that do not decode: {e}"),
-                    });
-                }
-                Some(Err(f)) => return Err(self.failure(CALL, Some(pe), f)),
-                None => {}
-            }
-            rt.conduit.poll().map_err(|e| rt.err(CALL, e))?;
-            if let Some(waited) = backoff.timed_out() {
-                return Err(rt.err(
-                    CALL,
-                    conduits::ConduitError::Timeout {
-                        what: format!("the reply of PE {pe} to typed AM request {seq}"),
-                        waited,
-                    },
-                ));
-            }
-            backoff.snooze();
-        }
+            },
+            || format!("the reply of PE {pe} to typed AM request {seq}"),
+        )
     }
 
     /// Sends `req` to PE `pe` without waiting; its reply is dropped.
@@ -618,23 +614,17 @@ impl<Req: Serialize + DeserializeOwned, Rep: Serialize + DeserializeOwned> Typed
         const CALL: &str = "shmem::am TypedAm::wait_all";
         let rt = self.rt;
         rt.not_in_handler(CALL)?;
-        let mut backoff = conduits::wait::Backoff::new();
-        while self.state.outstanding.load(Ordering::Acquire) != 0 {
-            rt.conduit.poll().map_err(|e| rt.err(CALL, e))?;
-            if let Some(waited) = backoff.timed_out() {
-                return Err(rt.err(
-                    CALL,
-                    conduits::ConduitError::Timeout {
-                        what: format!(
-                            "the replies to {} typed AM requests",
-                            self.state.outstanding.load(Ordering::Relaxed)
-                        ),
-                        waited,
-                    },
-                ));
-            }
-            backoff.snooze();
-        }
+        let outstanding = &self.state.outstanding;
+        rt.poll_until(
+            CALL,
+            || Ok((outstanding.load(Ordering::Acquire) == 0).then_some(())),
+            || {
+                format!(
+                    "the replies to {} typed AM requests",
+                    outstanding.load(Ordering::Relaxed)
+                )
+            },
+        )?;
         let f = self
             .state
             .failed

@@ -224,41 +224,30 @@ impl Compute<'_> {
         const CALL: &str = "shmem::compute wait";
         let rt = self.rt;
         rt.not_in_handler(CALL)?;
-        let mut backoff = conduits::wait::Backoff::new();
-        loop {
-            let got = self
-                .state
-                .replies
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&t.0);
-            match got {
-                Some((GEMM_OK, results)) => return Ok(results as usize),
-                Some((status, _)) => {
-                    let why = match status {
-                        GEMM_BAD => "a matrix lies outside the board's segment".to_string(),
-                        GEMM_ART_FAILED => "an ART put failed".to_string(),
-                        s => format!("status {s}"),
-                    };
-                    return Err(self.bad(CALL, format!("tile {} failed: {why}", t.0)));
+        rt.poll_until(
+            CALL,
+            || {
+                let got = self
+                    .state
+                    .replies
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&t.0);
+                match got {
+                    Some((GEMM_OK, results)) => Ok(Some(results as usize)),
+                    Some((status, _)) => {
+                        let why = match status {
+                            GEMM_BAD => "a matrix lies outside the board's segment".to_string(),
+                            GEMM_ART_FAILED => "an ART put failed".to_string(),
+                            s => format!("status {s}"),
+                        };
+                        Err(self.bad(CALL, format!("tile {} failed: {why}", t.0)))
+                    }
+                    None => Ok(None),
                 }
-                None => {}
-            }
-            {
-                use conduits::prelude::*;
-                rt.conduit.poll().map_err(|e| rt.err(CALL, e))?;
-            }
-            if let Some(waited) = backoff.timed_out() {
-                return Err(rt.err(
-                    CALL,
-                    conduits::ConduitError::Timeout {
-                        what: format!("the compute core's reply to tile {}", t.0),
-                        waited,
-                    },
-                ));
-            }
-            backoff.snooze();
-        }
+            },
+            || format!("the compute core's reply to tile {}", t.0),
+        )
     }
 
     /// Runs tile `g` on PE `pe`'s board and waits for it (results streamed

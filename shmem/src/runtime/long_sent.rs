@@ -102,23 +102,15 @@ pub(crate) fn flush_long(rt: &Runtime, call: &'static str) -> Result<()> {
             .map_err(|e| rt.err(call, e))?;
     }
     let want = pes.len() as u64;
-    let mut backoff = conduits::wait::Backoff::new();
-    while FLUSH_REPLIES.load(Ordering::Acquire) < want {
-        rt.conduit.poll().map_err(|e| rt.err(call, e))?;
-        if let Some(waited) = backoff.timed_out() {
-            return Err(rt.err(
-                call,
-                conduits::ConduitError::Timeout {
-                    what: format!(
-                        "the delivery of the Long active messages it sent to PEs {pes:?} \
-                         ({} of {want} checked)",
-                        FLUSH_REPLIES.load(Ordering::Relaxed)
-                    ),
-                    waited,
-                },
-            ));
-        }
-        backoff.snooze();
-    }
-    Ok(())
+    rt.poll_until(
+        call,
+        || Ok((FLUSH_REPLIES.load(Ordering::Acquire) >= want).then_some(())),
+        || {
+            format!(
+                "the delivery of the Long active messages it sent to PEs {pes:?} \
+                 ({} of {want} checked)",
+                FLUSH_REPLIES.load(Ordering::Relaxed)
+            )
+        },
+    )
 }

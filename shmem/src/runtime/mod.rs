@@ -634,6 +634,31 @@ impl Runtime {
         }
     }
 
+    /// Serves the conduit until `ready` gives a value (or an error), and
+    /// returns it: `ready` is asked first, then the conduit is polled,
+    /// with the spin-then-yield backoff of every wait between rounds. A
+    /// wait that makes no progress for `FSHMEM_WAIT_TIMEOUT` fails naming
+    /// `call` and `what()`, what it waited for.
+    pub(crate) fn poll_until<T>(
+        &self,
+        call: &'static str,
+        mut ready: impl FnMut() -> Result<Option<T>>,
+        what: impl FnOnce() -> String,
+    ) -> Result<T> {
+        let mut backoff = Backoff::new();
+        loop {
+            if let Some(v) = ready()? {
+                return Ok(v);
+            }
+            self.conduit.poll().map_err(|e| self.err(call, e))?;
+            if let Some(waited) = backoff.timed_out() {
+                let what = what();
+                return Err(self.err(call, ConduitError::Timeout { what, waited }));
+            }
+            backoff.snooze();
+        }
+    }
+
     /// Finalizes: quiet, then the conduit leaves the job (a barrier of the
     /// conduit's, so no PE detaches while a peer still reaches its
     /// segment).

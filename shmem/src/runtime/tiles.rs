@@ -17,25 +17,14 @@ pub(crate) static TILES_RUNNING: AtomicU64 = AtomicU64::new(0);
 /// read-only conversion ([`crate::sym::SymReadOnly`]). Free when no tile
 /// runs.
 pub(crate) fn wait_tiles(rt: &Runtime, call: &'static str) -> Result<()> {
-    let mut backoff = conduits::wait::Backoff::new();
-    while TILES_RUNNING.load(Ordering::Acquire) != 0 {
-        {
-            use conduits::prelude::*;
-            rt.conduit.poll().map_err(|e| rt.err(call, e))?;
-        }
-        if let Some(waited) = backoff.timed_out() {
-            return Err(rt.err(
-                call,
-                conduits::ConduitError::Timeout {
-                    what: format!(
-                        "the replies to the {} compute tiles it started",
-                        TILES_RUNNING.load(Ordering::Relaxed)
-                    ),
-                    waited,
-                },
-            ));
-        }
-        backoff.snooze();
-    }
-    Ok(())
+    rt.poll_until(
+        call,
+        || Ok((TILES_RUNNING.load(Ordering::Acquire) == 0).then_some(())),
+        || {
+            format!(
+                "the replies to the {} compute tiles it started",
+                TILES_RUNNING.load(Ordering::Relaxed)
+            )
+        },
+    )
 }
