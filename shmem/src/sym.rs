@@ -486,9 +486,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// ```
     #[inline]
     pub fn get(&self, start: usize, dst: &mut [T], pe: usize) -> Result<()> {
-        const CALL: &str = "shmem_get";
-        let off = self.range(start, dst.len(), CALL)?;
-        Op::default(self.rt).get(CALL, pe, off, bytes_of_mut(dst))
+        get_elems(self.rt, self.off, self.len, start, dst, pe)
     }
 
     /// `shmem_p`: writes `value` to element `index` of `pe`'s copy.
@@ -516,13 +514,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// ```
     #[inline]
     pub fn g(&self, index: usize, pe: usize) -> Result<T> {
-        const CALL: &str = "shmem_g";
-        let off = self.range(index, 1, CALL)?;
-        // SAFETY: all-zero bytes are a valid `T` (`Pod`: every bit pattern
-        // is).
-        let mut v: T = unsafe { std::mem::zeroed() };
-        Op::default(self.rt).get(CALL, pe, off, bytes_of_mut(std::slice::from_mut(&mut v)))?;
-        Ok(v)
+        g_elem(self.rt, self.off, self.len, index, pe)
     }
 
     /// `shmem_put_signal`: puts `src` at elements `start..` of `pe`'s copy,
@@ -604,6 +596,41 @@ impl<'s, T: Pod> SymVec<'s, T> {
         let rt = self.rt;
         rt.free_bytes(CALL, self.off, self.len * size_of::<T>())
     }
+}
+
+/// `shmem_get` from the object of `len` elements of `T` at segment offset
+/// `off` (a [`SymVec`] or a [`SymReadOnly`]): elements
+/// `start..start + dst.len()` of `pe`'s copy into `dst`.
+#[inline]
+pub(crate) fn get_elems<T: Pod>(
+    rt: &Runtime,
+    off: usize,
+    len: usize,
+    start: usize,
+    dst: &mut [T],
+    pe: usize,
+) -> Result<()> {
+    const CALL: &str = "shmem_get";
+    let at = crate::op::elem_range(rt, CALL, off, len, size_of::<T>(), start, dst.len())?;
+    Op::default(rt).get(CALL, pe, at, bytes_of_mut(dst))
+}
+
+/// `shmem_g` from the object of `len` elements of `T` at segment offset
+/// `off`: element `index` of `pe`'s copy.
+#[inline]
+pub(crate) fn g_elem<T: Pod>(
+    rt: &Runtime,
+    off: usize,
+    len: usize,
+    index: usize,
+    pe: usize,
+) -> Result<T> {
+    const CALL: &str = "shmem_g";
+    let at = crate::op::elem_range(rt, CALL, off, len, size_of::<T>(), index, 1)?;
+    // SAFETY: all-zero bytes are a valid `T` (`Pod`: every bit pattern is).
+    let mut v: T = unsafe { std::mem::zeroed() };
+    Op::default(rt).get(CALL, pe, at, bytes_of_mut(std::slice::from_mut(&mut v)))?;
+    Ok(v)
 }
 
 impl<T: Pod> Drop for SymVec<'_, T> {

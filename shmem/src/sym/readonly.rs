@@ -87,8 +87,7 @@
 use super::{SymVec, byte_len};
 use crate::collective::Kind;
 use crate::error::Result;
-use crate::op::Op;
-use crate::pod::{Pod, bytes_of_mut};
+use crate::pod::Pod;
 use crate::runtime::Runtime;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -283,9 +282,7 @@ impl<'s, T: Pod> SymReadOnly<'s, T> {
     /// ```
     #[inline]
     pub fn get(&self, start: usize, dst: &mut [T], pe: usize) -> Result<()> {
-        const CALL: &str = "shmem_get";
-        let off = self.range(start, dst.len(), CALL)?;
-        Op::default(self.rt).get(CALL, pe, off, bytes_of_mut(dst))
+        super::get_elems(self.rt, self.off, self.len, start, dst, pe)
     }
 
     /// `shmem_g`: element `index` of `pe`'s copy.
@@ -298,28 +295,7 @@ impl<'s, T: Pod> SymReadOnly<'s, T> {
     /// ```
     #[inline]
     pub fn g(&self, index: usize, pe: usize) -> Result<T> {
-        const CALL: &str = "shmem_g";
-        let off = self.range(index, 1, CALL)?;
-        // SAFETY: all-zero bytes are a valid `T` (`Pod`: every bit pattern
-        // is).
-        let mut v: T = unsafe { std::mem::zeroed() };
-        Op::default(self.rt).get(CALL, pe, off, bytes_of_mut(std::slice::from_mut(&mut v)))?;
-        Ok(v)
-    }
-
-    /// Segment offset of elements `start..start+count`, or an error naming
-    /// the call.
-    #[inline(always)]
-    fn range(&self, start: usize, count: usize, call: &'static str) -> Result<usize> {
-        crate::op::elem_range(
-            self.rt,
-            call,
-            self.off,
-            self.len,
-            size_of::<T>(),
-            start,
-            count,
-        )
+        super::g_elem(self.rt, self.off, self.len, index, pe)
     }
 
     /// Makes the object writable again on every PE: the [`SymVec`] back.
