@@ -62,17 +62,7 @@ impl FpgaConduit {
         b: &mut Backoff,
         what: impl FnOnce() -> S,
     ) -> Result<()> {
-        if b.every(WAIT_CHECK_STEPS) && self.check_due() {
-            self.slow_checks()?;
-        }
-        if let Some(waited) = b.timed_out() {
-            return Err(ConduitError::Timeout {
-                what: what().to_string(),
-                waited,
-            });
-        }
-        b.snooze();
-        Ok(())
+        self.step_with(b, what, Self::slow_checks)
     }
 
     /// As [`FpgaConduit::step_wait`], for a wait made while holding the
@@ -84,8 +74,18 @@ impl FpgaConduit {
         b: &mut Backoff,
         what: impl FnOnce() -> S,
     ) -> Result<()> {
+        self.step_with(b, what, Self::board_checks)
+    }
+
+    /// One step of a wait with `checks` as its periodic checks.
+    fn step_with<S: std::fmt::Display>(
+        &self,
+        b: &mut Backoff,
+        what: impl FnOnce() -> S,
+        checks: fn(&Self) -> Result<()>,
+    ) -> Result<()> {
         if b.every(WAIT_CHECK_STEPS) && self.check_due() {
-            self.board_checks()?;
+            checks(self)?;
         }
         if let Some(waited) = b.timed_out() {
             return Err(ConduitError::Timeout {

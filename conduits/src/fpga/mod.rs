@@ -121,11 +121,13 @@ mod host;
 pub mod launch;
 mod liveness;
 pub mod queue;
+mod stage;
 
 use am::RxMsg;
 pub use health::HealthPath;
-use host::{CtxState, Host, Stage, TagMap, Waiter, round_up};
+use host::{CtxState, Host, TagMap, Waiter};
 use liveness::{POLL_CHECK_CALLS, PeerInfo, STATE_FINALIZED};
+use stage::{Stage, round_up};
 
 use crate::contract::{
     ActiveMessages, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest, Segments,
