@@ -406,3 +406,65 @@ fn threads_on_their_own_contexts(c: OfiConduit, _: &std::sync::Barrier) {
     c.barrier().unwrap();
     c.finalize().unwrap();
 }
+
+/// Back-pressure (`spec/conduit.md` §3): while another thread holds the
+/// core's lock, a context's puts are queued with their copies until the
+/// bytes held reach [`queue::HELD_BYTES_MAX`]; the next put waits for the
+/// lock and goes as a default context's does, after the queued ones.
+#[test]
+fn past_the_bound_on_held_copies_a_contexts_put_waits_for_the_lock() {
+    job(2, |c, _| {
+        if c.rank() == 0 {
+            c.put(CtxId::DEFAULT, 1, 0, &[1; 8]).unwrap();
+            c.quiet(CtxId::DEFAULT).unwrap();
+            let ctx = c.ctx_create().unwrap();
+            let piece = 64 << 10;
+            let fill = (queue::HELD_BYTES_MAX / piece as u64) as usize;
+            let (tx, rx) = std::sync::mpsc::channel();
+            let held = c.lock();
+            std::thread::scope(|s| {
+                let c = &c;
+                let issuer = s.spawn(move || {
+                    for i in 0..fill {
+                        c.put(ctx, 1, 0, &vec![i as u8; piece]).unwrap();
+                    }
+                    tx.send("filled").unwrap();
+                    c.put(ctx, 1, 512 << 10, &[0x5a; 4096]).unwrap();
+                    tx.send("past the bound").unwrap();
+                });
+                let filled = rx.recv_timeout(Duration::from_secs(20));
+                let (queued, bytes) = (
+                    c.sh.queued.load(Ordering::SeqCst),
+                    c.sh.held.load(Ordering::SeqCst),
+                );
+                // Bounded: a put that does not wait returns at once.
+                let early = rx.recv_timeout(Duration::from_millis(300));
+                drop(held);
+                assert_eq!(
+                    filled,
+                    Ok("filled"),
+                    "the puts within the bound were queued"
+                );
+                assert_eq!(queued, fill as i64);
+                assert_eq!(bytes, queue::HELD_BYTES_MAX);
+                assert!(
+                    early.is_err(),
+                    "the put past the bound returned while another thread held the lock"
+                );
+                assert_eq!(
+                    rx.recv_timeout(Duration::from_secs(20)),
+                    Ok("past the bound")
+                );
+                issuer.join().unwrap();
+            });
+            c.quiet(ctx).unwrap();
+            assert_eq!(c.sh.held.load(Ordering::SeqCst), 0, "the copies were freed");
+            let mut b = vec![0u8; 4096];
+            c.get(ctx, 1, 512 << 10, &mut b).unwrap();
+            assert!(b.iter().all(|&x| x == 0x5a));
+            c.ctx_destroy(ctx).unwrap();
+        }
+        c.barrier().unwrap();
+        c.finalize().unwrap();
+    });
+}
