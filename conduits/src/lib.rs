@@ -32,6 +32,8 @@ pub mod config;
 pub mod contract;
 #[cfg(any(feature = "smp", feature = "ipv6", feature = "ofi"))]
 mod cpu_amo;
+#[cfg(any(feature = "ipv6", feature = "ofi", feature = "fpga"))]
+mod ctxq;
 pub mod error;
 #[cfg(feature = "fpga")]
 pub mod fpga;

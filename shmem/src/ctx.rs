@@ -26,12 +26,12 @@
 //! creator's; nothing is locked), calls the conduit with the context's id,
 //! and sets the context's own pending flag with a relaxed store. Nor does
 //! the conduit wait for a lock on it (`spec/conduit.md` §3): `smp` stores
-//! straight into the peer's segment; `ipv6` and `fpga` try their engine's
-//! lock and, when another thread holds it, leave the command in the
-//! context's submission queue for that thread to send. So threads that
-//! each use their own context at `MULTIPLE` do not serialize on a put;
-//! the default context's operations and gets do take the engine's lock
-//! (`ofi` takes it for every operation).
+//! straight into the peer's segment; `ipv6`, `fpga` and `ofi` try their
+//! engine's lock and, when another thread holds it, leave the command in
+//! the context's submission queue for that thread to send. So threads
+//! that each use their own context at `MULTIPLE` do not serialize on a
+//! put; the default context's operations and gets do take the engine's
+//! lock.
 //!
 //! # Threads
 //!

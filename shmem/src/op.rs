@@ -23,9 +23,9 @@
 //! conduit id, its team, its options, its owner thread (compared, not
 //! locked) and one relaxed flag of pending stores. Below it, a put,
 //! non-fetching atomic or put-with-signal on a context other than the
-//! default one does not wait for a conduit lock either: `ipv6` and `fpga`
-//! queue the command per context when another thread holds their engine
-//! (`spec/conduit.md` §3; `ofi` still locks its core).
+//! default one does not wait for a conduit lock either: `ipv6`, `fpga` and
+//! `ofi` queue the command per context when another thread holds their
+//! engine (`spec/conduit.md` §3).
 
 use crate::error::{Result, ShmemError};
 use crate::runtime::Runtime;

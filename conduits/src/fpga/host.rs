@@ -13,8 +13,9 @@
 //! its bytes, to be staged) on its context's queue, a channel whose
 //! receiving end [`Host`] keeps, and the call returns. The lock is only
 //! taken through [`FpgaConduit::lock`] and [`FpgaConduit::try_lock`], whose
-//! guard ([`HostGuard`]) writes every queued item to the board when the
-//! lock is taken and again when it is let go; after letting go it reads
+//! guard ([`HostGuard`], the one [`crate::ctxq`] gives every conduit with
+//! such queues) writes every queued item to the board when the lock is
+//! taken and again when it is let go; after letting go it reads
 //! [`FpgaConduit::queued`] once more and, if an item arrived meanwhile and
 //! the lock is free, takes it again. A queuing thread counts its item in
 //! `queued` after sending it and then tries the lock itself. Both touch
@@ -29,6 +30,7 @@
 //! never an error).
 
 use super::*;
+use crate::ctxq;
 
 /// What to do when a tagged completion arrives.
 #[derive(Debug)]
@@ -230,69 +232,21 @@ pub(super) fn slot(ctxs: &[CtxState], ctx: CtxId) -> Result<&CtxState> {
     }
 }
 
-#[cfg(test)]
-thread_local! {
-    /// Run once by the next [`HostGuard`] dropped on this thread, between
-    /// its last drain and its unlock (tests: an item queued in that
-    /// window).
-    pub(super) static BEFORE_UNLOCK: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
 /// The host's lock, held by this thread. Taking it and letting go of it
 /// write what the contexts queued meanwhile to the board; after letting
 /// go, it is taken again if an item was queued since and nobody holds it
-/// (module documentation).
-pub(super) struct HostGuard<'a> {
-    c: &'a FpgaConduit,
-    g: Option<MutexGuard<'a, Host>>,
-}
+/// (module documentation, [`crate::ctxq`]).
+pub(super) type HostGuard<'a> = ctxq::Held<'a, Host>;
 
-impl std::ops::Deref for HostGuard<'_> {
-    type Target = Host;
-    fn deref(&self) -> &Host {
-        self.g
-            .as_deref()
-            .expect("the lock is held until the guard drops")
+impl ctxq::Drain for Host {
+    type With = FpgaConduit;
+
+    fn drain_queues(&mut self, c: &FpgaConduit) {
+        c.drain(self);
     }
-}
 
-impl std::ops::DerefMut for HostGuard<'_> {
-    fn deref_mut(&mut self) -> &mut Host {
-        self.g
-            .as_deref_mut()
-            .expect("the lock is held until the guard drops")
-    }
-}
-
-impl Drop for HostGuard<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            return;
-        }
-        loop {
-            if let Some(mut h) = self.g.take() {
-                self.c.drain(&mut h);
-                #[cfg(test)]
-                BEFORE_UNLOCK.with_borrow_mut(|f| f.take().map(|f| f()));
-                if h.queues.is_empty() {
-                    // No context has a queue (one is added under this
-                    // lock): nothing can have been queued.
-                    return;
-                }
-            }
-            // A read-modify-write after the unlock, as the queuing thread's
-            // count before its try_lock (`FpgaConduit::enqueue`): either
-            // this reads the count, or that try_lock finds the lock
-            // released.
-            if self.c.queued.fetch_add(0, Ordering::AcqRel) <= 0 {
-                return;
-            }
-            match self.c.raw_try_lock() {
-                Some(h) => self.g = Some(h),
-                None => return,
-            }
-        }
+    fn has_queues(&self) -> bool {
+        !self.queues.is_empty()
     }
 }
 
@@ -310,30 +264,12 @@ impl FpgaConduit {
     /// Takes the host's lock (whether or not a panicking thread poisoned
     /// it) and writes what the contexts queued.
     pub(super) fn lock(&self) -> HostGuard<'_> {
-        let mut h = self.host.lock().unwrap_or_else(|p| p.into_inner());
-        self.drain(&mut h);
-        HostGuard {
-            c: self,
-            g: Some(h),
-        }
+        ctxq::lock(&self.host, self, &self.queued)
     }
 
     /// As [`FpgaConduit::lock`], if no other thread holds the lock.
     pub(super) fn try_lock(&self) -> Option<HostGuard<'_>> {
-        let mut h = self.raw_try_lock()?;
-        self.drain(&mut h);
-        Some(HostGuard {
-            c: self,
-            g: Some(h),
-        })
-    }
-
-    fn raw_try_lock(&self) -> Option<MutexGuard<'_, Host>> {
-        match self.host.try_lock() {
-            Ok(h) => Some(h),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        }
+        ctxq::try_lock(&self.host, self, &self.queued)
     }
 
     /// The state of context `ctx`, if it exists (no lock).
@@ -382,10 +318,7 @@ impl FpgaConduit {
             self.run_queued(&mut h, q);
             return;
         }
-        // A read-modify-write, as the holder's check after it lets go
-        // (`HostGuard::drop`): one of the two reads the other's.
-        self.queued.fetch_add(1, Ordering::AcqRel);
-        drop(self.try_lock());
+        ctxq::queued(&self.host, self, &self.queued, 1);
     }
 
     /// Writes every queued item to the board, in each queue's order.

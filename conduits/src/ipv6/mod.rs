@@ -498,10 +498,7 @@ impl Ipv6Conduit {
             );
             return;
         }
-        // A read-modify-write, as the holder's check after it lets go
-        // (`progress::Held::drop`): one of the two reads the other's.
-        self.shared.queued.fetch_add(1, Ordering::AcqRel);
-        drop(progress::try_lock(&self.core, &self.shared));
+        crate::ctxq::queued(&self.core, &self.shared, &self.shared.queued, 1);
     }
 
     /// Holds this PE's protocol core until the guard drops, as a thread

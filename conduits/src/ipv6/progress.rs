@@ -17,10 +17,11 @@
 //! holds the core, the command goes to its context's queue (a channel
 //! whose receiving end the core keeps) and the call returns. The mutex is
 //! only ever taken through [`lock`] and [`try_lock`], whose guard
-//! ([`Held`]) moves every queued command into the core's backlog when it is
-//! taken by a submit or a step and again when it is let go, then sends
-//! them; after letting go it reads [`Shared::queued`] once more and, if a
-//! command arrived meanwhile and the mutex is free, takes it again. A
+//! ([`Held`], the one [`crate::ctxq`] gives every conduit with such
+//! queues) moves every queued command into the core's backlog when it is
+//! taken and again when it is let go, then sends them; after letting go
+//! it reads [`Shared::queued`] once more and, if a command arrived
+//! meanwhile and the mutex is free, takes it again. A
 //! sender counts its command in `queued` after putting it on the queue and
 //! then tries the mutex itself. Both touch `queued` with read-modify-writes
 //! (every write to it is one), which read the latest value: if the
@@ -35,6 +36,7 @@
 use super::batch::{RecvBatch, SendBatch};
 use super::{Outcome, Queued, Shared, Want};
 use crate::config::BatchMode;
+use crate::ctxq;
 use crate::error::ConduitError;
 use crate::segment::SegMemory;
 use gasnet_core::engine::{Command, Completion, Engine, Status};
@@ -46,7 +48,7 @@ use std::net::{SocketAddrV6, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// `exit_status` value meaning no global exit was requested.
@@ -372,93 +374,34 @@ impl Core {
     }
 }
 
-#[cfg(test)]
-thread_local! {
-    /// Run once by the next [`Held`] dropped on this thread, between its
-    /// last drain and its unlock (tests: a command queued in that window).
-    pub(crate) static BEFORE_UNLOCK: std::cell::RefCell<Option<Box<dyn FnOnce()>>> =
-        const { std::cell::RefCell::new(None) };
-}
+/// The core, held by this thread: taking it and letting go of it send
+/// what the contexts queued meanwhile, and after letting go it is taken
+/// again if a command was queued since and nobody holds it (module
+/// documentation, [`crate::ctxq`]).
+pub(crate) type Held<'a> = ctxq::Held<'a, Core>;
 
-/// The core, held by this thread. Letting go of it sends what the
-/// contexts queued meanwhile, and takes the core again if a command was
-/// queued after that and nobody holds it (module documentation).
-pub(crate) struct Held<'a> {
-    m: &'a Mutex<Core>,
-    sh: &'a Shared,
-    g: Option<MutexGuard<'a, Core>>,
-}
+impl ctxq::Drain for Core {
+    type With = Shared;
 
-impl std::ops::Deref for Held<'_> {
-    type Target = Core;
-    fn deref(&self) -> &Core {
-        self.g
-            .as_deref()
-            .expect("the core is held until the guard drops")
-    }
-}
-
-impl std::ops::DerefMut for Held<'_> {
-    fn deref_mut(&mut self) -> &mut Core {
-        self.g
-            .as_deref_mut()
-            .expect("the core is held until the guard drops")
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            return;
+    fn drain_queues(&mut self, sh: &Shared) {
+        if self.take_queued(sh) {
+            self.pump(sh, Instant::now());
         }
-        loop {
-            if let Some(mut c) = self.g.take() {
-                if c.take_queued(self.sh) {
-                    c.pump(self.sh, Instant::now());
-                }
-                #[cfg(test)]
-                BEFORE_UNLOCK.with_borrow_mut(|f| f.take().map(|f| f()));
-                if c.queues.is_empty() {
-                    // No context has a queue (one is added under this
-                    // mutex): nothing can have been queued.
-                    return;
-                }
-            }
-            // A read-modify-write after the unlock, as the sender's count
-            // before its try_lock (`Ipv6Conduit::enqueue`): either this
-            // reads the count, or the sender's try_lock finds the mutex
-            // released.
-            if self.sh.queued.fetch_add(0, Ordering::AcqRel) <= 0 {
-                return;
-            }
-            match raw_try_lock(self.m) {
-                Some(g) => self.g = Some(g),
-                None => return,
-            }
-        }
+    }
+
+    fn has_queues(&self) -> bool {
+        !self.queues.is_empty()
     }
 }
 
 /// Locks `m` whether or not a panicking thread poisoned it.
 pub(crate) fn lock<'a>(m: &'a Mutex<Core>, sh: &'a Shared) -> Held<'a> {
-    Held {
-        m,
-        sh,
-        g: Some(m.lock().unwrap_or_else(|e| e.into_inner())),
-    }
+    ctxq::lock(m, sh, &sh.queued)
 }
 
 /// Locks `m` if no other thread holds it.
 pub(crate) fn try_lock<'a>(m: &'a Mutex<Core>, sh: &'a Shared) -> Option<Held<'a>> {
-    raw_try_lock(m).map(|g| Held { m, sh, g: Some(g) })
-}
-
-fn raw_try_lock(m: &Mutex<Core>) -> Option<MutexGuard<'_, Core>> {
-    match m.try_lock() {
-        Ok(g) => Some(g),
-        Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
-        Err(TryLockError::WouldBlock) => None,
-    }
+    ctxq::try_lock(m, sh, &sh.queued)
 }
 
 /// The progress thread: serves the socket whenever no application thread

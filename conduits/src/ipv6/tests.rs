@@ -479,7 +479,7 @@ fn a_command_queued_while_the_holder_lets_go_is_sent_by_the_holder() {
                     done_tx.send(()).unwrap();
                 });
                 let held = c.hold_engine();
-                progress::BEFORE_UNLOCK.with_borrow_mut(|f| {
+                crate::ctxq::BEFORE_UNLOCK.with_borrow_mut(|f| {
                     *f = Some(Box::new(move || {
                         go_tx.send(()).unwrap();
                         done_rx

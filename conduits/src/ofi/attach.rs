@@ -133,24 +133,27 @@ impl OfiConduit {
                 }),
             )
             .map_err(ConduitError::Am)?;
-        let core = Arc::new(Mutex::new(Core::new(fab, engine)?));
+        let sh = Arc::new(Shared::new());
+        let core = Arc::new(Mutex::new(Core::new(fab, engine, sh.clone())?));
         let boot = Arc::new(Mutex::new(boot));
         let stop = Arc::new(AtomicBool::new(false));
-        let (c2, s2, e2, b2) = (
+        let (c2, sh2, s2, e2, b2) = (
             core.clone(),
+            sh.clone(),
             stop.clone(),
             exit_status.clone(),
             boot.clone(),
         );
         let thread = std::thread::Builder::new()
             .name(format!("fshmem-ofi-{rank}"))
-            .spawn(move || progress_thread(c2, s2, e2, b2))?;
+            .spawn(move || progress_thread(c2, sh2, s2, e2, b2))?;
         let c = OfiConduit {
             rank,
             size,
             segment_len,
             seg,
             core,
+            sh,
             stop,
             thread: Mutex::new(Some(thread)),
             boot,
@@ -167,24 +170,24 @@ impl OfiConduit {
     }
 }
 
+/// Drives the endpoint while no other thread does: the core's lock is
+/// only tried, and taking it also takes what the contexts queued.
 fn progress_thread(
     core: Arc<Mutex<Core>>,
+    sh: Arc<Shared>,
     stop: Arc<AtomicBool>,
     exit_status: Arc<AtomicI64>,
     boot: Arc<Mutex<Box<dyn Bootstrap>>>,
 ) {
     let mut idle_since = Instant::now();
     let mut last_check = Instant::now();
+    let try_lock = || crate::ctxq::try_lock(&core, &(), &sh.queued);
     while !stop.load(Ordering::Acquire) {
-        let worked = match core.try_lock() {
-            Ok(mut c) => c.progress(),
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().progress(),
-            Err(std::sync::TryLockError::WouldBlock) => false,
-        };
+        let worked = try_lock().is_some_and(|mut c| c.progress());
         let status = exit_status.load(Ordering::Acquire);
         if status != NO_EXIT {
             // A peer ended the job: let the acknowledgements go, then leave.
-            if let Ok(mut c) = core.try_lock() {
+            if let Some(mut c) = try_lock() {
                 c.drain(Duration::from_millis(200));
             }
             crate::wait::exit_job(status as i32);
@@ -194,7 +197,7 @@ fn progress_thread(
             last_check = now;
             let r = boot.try_lock().ok().map(|mut b| b.check());
             if let Some(Err(e)) = r {
-                lock(&core).fail(e);
+                crate::ctxq::lock(&core, &(), &sh.queued).fail(e);
             }
         }
         if worked {

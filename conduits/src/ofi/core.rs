@@ -16,8 +16,14 @@
 //! Every operation asks for a completion entry (no selective completion),
 //! so these counts are exact; the endpoint's completion counter counts the
 //! PE's operations as a whole (see [`Core::rma_quiet`]).
+//!
+//! The core also keeps the receiving ends of the non-default contexts'
+//! queues and each context's deferred items (the `queue` module): whoever
+//! takes or lets go of the lock takes the queued items, and
+//! [`Core::progress`] issues the deferred ones that may go.
 
 use super::fabric::Fabric;
+use super::queue::{Item, Queued, Shared};
 use super::{api, sys::*};
 use crate::error::ConduitError;
 use crate::segment::SegMemory;
@@ -25,6 +31,9 @@ use gasnet_core::engine::{Command, Completion, Engine, Status};
 use gasnet_core::wire;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
 
 /// Receive buffers kept posted.
 const RECV_BUFFERS: usize = 32;
@@ -41,6 +50,9 @@ pub(crate) enum Hold {
     None,
     /// Bytes the provider reads until completion (a put's copy, a send).
     Bytes(#[allow(dead_code)] Vec<u8>),
+    /// A non-default context's copy of a put's bytes, counted in
+    /// [`Shared::held`] until completion.
+    Copy(Vec<u8>),
     /// An atomic's operand, compare value and result.
     Amo(AmoSlot),
     /// Receive buffer `i`.
@@ -88,6 +100,22 @@ pub(crate) struct CtxState {
     pub(crate) outstanding: u64,
     /// The first error of its non-blocking operations since its last quiet.
     pub(crate) error: Option<ConduitError>,
+    /// Its items taken from its queue (or issued) that could not go to the
+    /// endpoint yet, in its order: behind a fence, or refused with
+    /// `FI_EAGAIN` (non-default contexts only).
+    pub(crate) deferred: VecDeque<Item>,
+}
+
+impl CtxState {
+    /// Its operations not completed: in flight, and deferred.
+    pub(crate) fn pending(&self) -> u64 {
+        let deferred = self
+            .deferred
+            .iter()
+            .filter(|i| !matches!(i, Item::Fence))
+            .count();
+        self.outstanding + deferred as u64
+    }
 }
 
 /// The state behind the lock.
@@ -119,6 +147,12 @@ pub(crate) struct Core {
     pub(crate) engine_issued: u64,
     pub(crate) engine_completed: u64,
     pub(crate) failed: Option<ConduitError>,
+    /// The receiving ends of the contexts' queues.
+    pub(crate) queues: Vec<Receiver<Queued>>,
+    /// Items in the contexts' `deferred` lists, fences included.
+    pub(crate) deferred: usize,
+    /// What is counted and read outside the lock.
+    pub(crate) sh: Arc<Shared>,
 }
 
 // SAFETY: the raw pointers inside (fabric handles, buffers handed to the
@@ -131,7 +165,11 @@ fn op_ptr(op: u64) -> *mut c_void {
 
 impl Core {
     /// Builds the core and posts the receive buffers.
-    pub(crate) fn new(fab: Fabric, engine: Engine<SegMemory>) -> Result<Core, ConduitError> {
+    pub(crate) fn new(
+        fab: Fabric,
+        engine: Engine<SegMemory>,
+        sh: Arc<Shared>,
+    ) -> Result<Core, ConduitError> {
         let mut c = Core {
             fab,
             engine,
@@ -151,6 +189,9 @@ impl Core {
             engine_issued: 0,
             engine_completed: 0,
             failed: None,
+            queues: Vec::new(),
+            deferred: 0,
+            sh,
         };
         for i in 0..RECV_BUFFERS {
             c.post_recv(i)?;
@@ -174,7 +215,7 @@ impl Core {
 
     /// Records an error of a non-blocking operation of context `owner`
     /// (the default context's, if `owner` was destroyed meanwhile).
-    fn nbi_error(&mut self, owner: u32, e: ConduitError) {
+    pub(crate) fn nbi_error(&mut self, owner: u32, e: ConduitError) {
         let slot = match self.ctxs.contains_key(&owner) {
             true => owner,
             false => 0,
@@ -241,6 +282,9 @@ impl Core {
             return Ok(Issued::Again(hold));
         }
         if rc != 0 {
+            if let Hold::Copy(v) = &hold {
+                self.sh.release(v.len());
+            }
             return Err(self.fab.err(&format!("{call} to PE {pe}"), rc));
         }
         self.rma_issued += 1;
@@ -291,6 +335,7 @@ impl Core {
     pub(crate) fn progress(&mut self) -> bool {
         let mut work = self.read_cq();
         work |= self.pump();
+        work |= self.run_deferred();
         work
     }
 
@@ -308,11 +353,11 @@ impl Core {
         ok + err >= self.rma_issued && self.rma_pending == 0
     }
 
-    /// Whether context `ctx` has nothing outstanding; then its first error
-    /// since its last quiet, if any, is taken.
+    /// Whether context `ctx` has nothing outstanding or deferred; then its
+    /// first error since its last quiet, if any, is taken.
     pub(crate) fn ctx_quiet(&mut self, ctx: u32) -> Result<bool, ConduitError> {
         let s = self.ctx(ctx)?;
-        if s.outstanding > 0 {
+        if s.outstanding > 0 || !s.deferred.is_empty() {
             return Ok(false);
         }
         match s.error.take() {
@@ -475,6 +520,9 @@ impl Core {
                     self.rma_pending -= 1;
                     self.ctx_done(op.owner);
                 }
+                if let Hold::Copy(v) = &hold {
+                    self.sh.release(v.len());
+                }
                 if op.waiter == Waiter::Internal {
                     if let Some(e) = error {
                         self.fail(e);
@@ -531,6 +579,7 @@ impl Core {
 
     pub(crate) fn fail(&mut self, e: ConduitError) {
         self.failed.get_or_insert(e);
+        self.sh.failed.store(true, Ordering::Release);
     }
 
     /// Waits (progressing) until every send and receive has completed or
@@ -560,7 +609,7 @@ impl Hold {
     /// The held bytes' address and length.
     pub(crate) fn bytes(&self) -> (*const u8, usize) {
         match self {
-            Hold::Bytes(v) => (v.as_ptr(), v.len()),
+            Hold::Bytes(v) | Hold::Copy(v) => (v.as_ptr(), v.len()),
             _ => (std::ptr::null(), 0),
         }
     }

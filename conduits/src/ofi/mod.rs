@@ -36,19 +36,33 @@
 //!   waits until that count is zero: it returns while another context
 //!   still has operations outstanding. Writes ask for
 //!   `FI_DELIVERY_COMPLETE` where the provider accepts it, so a completed
-//!   put is visible at its target. `fence` is a `quiet` of its context;
-//!   `put_signal` completes the put (its context's quiet) before it
-//!   updates the signal. The barrier of the job waits for every context
+//!   put is visible at its target. On the default context `fence` is a
+//!   `quiet` and `put_signal` completes the put (the context's quiet)
+//!   before it updates the signal. On another context a fence does not
+//!   wait: it holds back the context's later operations until its earlier
+//!   ones have completed, and a put-with-signal is a put, such a fence and
+//!   the signal's atomic. The barrier of the job waits for every context
 //!   and for the completion counter bound to the endpoint for reads and
 //!   writes to count every RMA and atomic the PE issued.
 //!
-//! # Progress
+//! # Progress and threads
 //!
 //! One lock covers the libfabric objects and the bookkeeping. A thread
 //! that issues or waits drives the endpoint itself; a progress thread
 //! drives it while the application computes, so manual-progress providers
 //! (tcp, udp, shm) complete peers' RMA without the target calling the
 //! library.
+//!
+//! A put, `put_nbi`, `get_nbi`, non-fetching atomic, put-with-signal or
+//! fence on a context other than the default one never waits for that
+//! lock: it tries it, and when another thread holds it the operation
+//! (owning a copy of a put's bytes) goes to the context's queue, which
+//! the holder empties as it lets go (the `queue` module). Blocking gets,
+//! fetching atomics, active messages and the default context's operations
+//! take the lock, queued items first. So threads that each use their own
+//! context do not serialize on the endpoint's lock, though the thread that
+//! holds it issues what the others queued: the PE keeps one endpoint
+//! (see the `queue` module for why not one per context).
 //!
 //! # Settings
 //!
@@ -67,6 +81,7 @@ pub mod api;
 mod attach;
 mod core;
 pub mod fabric;
+mod queue;
 mod rma;
 mod setup;
 pub mod sys;
@@ -76,6 +91,7 @@ mod tests;
 pub use setup::UNTRUSTED_ATOMICS;
 
 use self::core::{AmoSlot, Core, CtxState, Hold, Issued, MAX_CONTEXTS, Waiter};
+use self::queue::{Item, Shared};
 use crate::bootstrap::{self, Bootstrap};
 use crate::config::OfiAtomics as Atomics;
 use crate::config::Settings;
@@ -120,6 +136,8 @@ pub struct OfiConduit {
     segment_len: usize,
     seg: Arc<Segment>,
     core: Arc<Mutex<Core>>,
+    /// What threads read and count without the core's lock.
+    sh: Arc<Shared>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
     boot: Arc<Mutex<Box<dyn Bootstrap>>>,
@@ -143,10 +161,6 @@ impl std::fmt::Debug for OfiConduit {
             .field("fabric", &self.describe)
             .finish()
     }
-}
-
-fn lock(m: &Mutex<Core>) -> MutexGuard<'_, Core> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl OfiConduit {
@@ -183,7 +197,7 @@ impl OfiConduit {
         let mut b = Backoff::new();
         loop {
             {
-                let mut c = lock(&self.core);
+                let mut c = self.lock();
                 let worked = c.progress();
                 if let Some(v) = cond(&mut c)? {
                     return Ok(v);
@@ -212,7 +226,9 @@ impl OfiConduit {
     /// no room until a peer makes progress), this thread progresses with
     /// the core's lock released between attempts, so that the progress
     /// thread can record a peer's failure, which ends the wait; so does
-    /// `FSHMEM_WAIT_TIMEOUT` without progress.
+    /// `FSHMEM_WAIT_TIMEOUT` without progress. It also waits (issuing
+    /// them) while `ctx` has deferred items, and for a blocking operation
+    /// while any context has a deferred one to `pe` (the `queue` module).
     fn issue(
         &self,
         call: &'static str,
@@ -223,8 +239,12 @@ impl OfiConduit {
         mut issue: impl FnMut(&Fabric, &Hold, *mut std::ffi::c_void) -> isize,
     ) -> Result<u64> {
         let mut hold = Some(hold);
+        let blocking = waiter == Waiter::Blocking;
         let mut attempt = |c: &mut Core| -> Result<Option<u64>> {
             self.live(c)?;
+            if !c.clear_for(ctx.0, pe, blocking) {
+                return Ok(None);
+            }
             let h = hold.take().expect("the hold is given back on FI_EAGAIN");
             Ok(match c.try_issue(call, ctx.0, pe, h, waiter, &mut issue)? {
                 Issued::Done(id) => Some(id),
@@ -236,11 +256,15 @@ impl OfiConduit {
         };
         // The first attempt before any progress: the common case issues at
         // once.
-        if let Some(id) = attempt(&mut lock(&self.core))? {
+        if let Some(id) = attempt(&mut self.lock())? {
             return Ok(id);
         }
         self.drive_until(attempt, || {
-            format!("{call} to PE {pe} (the provider kept answering FI_EAGAIN)")
+            format!(
+                "{call} to PE {pe} (the provider kept answering FI_EAGAIN, or earlier \
+                 operations of context {} waited)",
+                ctx.0
+            )
         })
     }
 
@@ -249,18 +273,10 @@ impl OfiConduit {
         self.drive_until(|c| c.done.remove(&id).transpose(), what)
     }
 
-    /// Fails with `NoContext` unless context `ctx` exists (and with the
-    /// PE's failure, if any).
-    fn check_ctx(&self, ctx: CtxId) -> Result<()> {
-        let mut c = lock(&self.core);
-        self.live(&c)?;
-        c.ctx(ctx.0).map(|_| ())
-    }
-
     /// RMA, atomics and engine commands of context `ctx` issued and not
-    /// yet completed.
+    /// yet completed (queued and deferred ones included).
     pub fn outstanding(&self, ctx: CtxId) -> Result<u64> {
-        Ok(lock(&self.core).ctx(ctx.0)?.outstanding)
+        Ok(self.lock().ctx(ctx.0)?.pending())
     }
 
     fn local(&self, offset: usize) -> *mut u8 {
@@ -271,24 +287,28 @@ impl OfiConduit {
         self.next_tag.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// An engine command of context `ctx` (AMs belong to the default
-    /// context; atomics without provider support to their own).
-    fn submit(&self, ctx: CtxId, cmd: Command, waiter: Waiter) -> Result<u64> {
+    /// An engine command of context `ctx` to `pe` (AMs belong to the
+    /// default context; atomics without provider support to their own).
+    /// Flow control: waits (driving the endpoint) until the engine has
+    /// room, and, as [`OfiConduit::issue`] does, for the context's
+    /// deferred items.
+    fn submit(&self, ctx: CtxId, pe: usize, cmd: Command, waiter: Waiter) -> Result<u64> {
         let tag = self.tag();
-        let mut c = lock(&self.core);
-        self.live(&c)?;
-        c.ctx(ctx.0)?;
-        if !c.engine_room() {
-            // Flow control: wait until the engine has room.
-            drop(c);
-            self.drive_until(
-                |c| Ok(c.engine_room().then_some(())),
-                || "room in the engine's command queue".to_string(),
-            )?;
-            c = lock(&self.core);
+        let mut cmd = Some(cmd);
+        let blocking = waiter == Waiter::Blocking;
+        let mut attempt = |c: &mut Core| -> Result<Option<()>> {
+            self.live(c)?;
             c.ctx(ctx.0)?;
+            if !c.engine_room() || !c.clear_for(ctx.0, pe, blocking) {
+                return Ok(None);
+            }
+            let cmd = cmd.take().expect("submitted once");
+            c.submit(tag, ctx.0, cmd, waiter);
+            Ok(Some(()))
+        };
+        if attempt(&mut self.lock())?.is_none() {
+            self.drive_until(attempt, || "room in the engine's command queue".to_string())?;
         }
-        c.submit(tag, ctx.0, cmd, waiter);
         Ok(tag)
     }
 
@@ -307,7 +327,7 @@ impl OfiConduit {
             if status != NO_EXIT {
                 crate::wait::exit_job(status as i32);
             }
-            lock(&self.core).progress();
+            self.lock().progress();
             std::thread::yield_now();
         }
         Err(e)
@@ -323,13 +343,13 @@ impl OfiConduit {
                 payload: Vec::new(),
                 offset: 0,
             };
-            let _ = self.submit(CtxId::DEFAULT, cmd, Waiter::Nbi);
+            let _ = self.submit(CtxId::DEFAULT, pe, cmd, Waiter::Nbi);
         }
         // The requests are acknowledged within a round trip by live peers;
         // once a peer is known to have failed (its request never will be),
         // the job is ending anyway and the launcher stops whoever is left,
         // so this PE does not wait for the whole bound.
-        let mut c = lock(&self.core);
+        let mut c = self.lock();
         let bound = if c.failed.is_some() {
             Duration::from_millis(100)
         } else {
@@ -348,7 +368,7 @@ impl OfiConduit {
     /// is complete; reports the context's first error since its last
     /// quiet.
     fn quiet_ctx(&self, ctx: CtxId) -> Result<()> {
-        let start = lock(&self.core).ctx(ctx.0)?.outstanding;
+        let start = self.lock().ctx(ctx.0)?.pending();
         self.drive_until(
             |c| Ok(c.ctx_quiet(ctx.0)?.then_some(())),
             || {
@@ -365,12 +385,13 @@ impl OfiConduit {
     /// reports the default context's first error, as its quiet does.
     fn quiet_all(&self) -> Result<()> {
         let start = {
-            let c = lock(&self.core);
+            let c = self.lock();
             (c.rma_issued, c.engine_issued)
         };
         self.drive_until(
             |c| {
-                let all = c.rma_quiet()
+                let all = c.deferred == 0
+                    && c.rma_quiet()
                     && c.engine_completed >= c.engine_issued
                     && c.ctxs.values().all(|s| s.outstanding == 0);
                 if all {
@@ -438,11 +459,12 @@ impl ActiveMessages for OfiConduit {
             payload: payload.to_vec(),
             offset: offset as u64,
         };
-        self.submit(CtxId::DEFAULT, cmd, Waiter::Nbi).map(|_| ())
+        self.submit(CtxId::DEFAULT, pe, cmd, Waiter::Nbi)
+            .map(|_| ())
     }
 
     fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-        lock(&self.core)
+        self.lock()
             .engine
             .handlers_mut()
             .register_user(index, f)
@@ -450,7 +472,7 @@ impl ActiveMessages for OfiConduit {
     }
 
     fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-        lock(&self.core)
+        self.lock()
             .engine
             .handlers_mut()
             .register_system(index, f)
@@ -458,7 +480,7 @@ impl ActiveMessages for OfiConduit {
     }
 
     fn poll(&self) -> Result<()> {
-        if let Ok(mut c) = self.core.try_lock() {
+        if let Some(mut c) = self.try_lock() {
             c.progress();
             if let Some(e) = &c.failed {
                 return Err(e.clone());
@@ -476,7 +498,7 @@ impl JobBootstrap for OfiConduit {
         // may still sit unread in the provider: exit_if_asked reads it.
         let r = self.boot().barrier();
         self.exit_if_asked(r)?;
-        self.live(&lock(&self.core))
+        self.live(&self.lock())
     }
 
     fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
@@ -509,7 +531,7 @@ impl Lifecycle for OfiConduit {
         self.barrier()?;
         self.finalized.store(true, Ordering::Release);
         self.stop_thread();
-        lock(&self.core).drain(Duration::from_secs(1));
+        self.lock().drain(Duration::from_secs(1));
         self.boot().finalize()
     }
 
