@@ -771,6 +771,12 @@ impl Lifecycle for FpgaConduit {
         // came by way of other PEs could in principle still be on its way;
         // the board reports such a one on its own stderr too.)
         self.compute_check()?;
+        // Likewise a user request a peer sent before its barrier signal is
+        // in this PE's receive queue by now, though the barrier's last look
+        // at the queue may have come before it arrived: serve what is
+        // there, so that a message to a handler nobody registered is
+        // reported here rather than left unread.
+        self.poll()?;
         // From now on this PE's exit is not a failure for the others.
         // SAFETY: the state word is an aligned word of this PE's segment,
         // written only by this PE.
