@@ -222,6 +222,8 @@ gasnet_core::config_table! {
         devsim_mem_latency: usize = "FSHMEM_DEVSIM_MEM_LATENCY", default "30", Plain,
             help "devsim rtl core: board memory latency in core cycles (reads, and write responses)",
             check |n: &usize| within(*n, 1, 100_000);
+        devsim_compute: bool = "FSHMEM_DEVSIM_COMPUTE", default "1", Plain,
+            help "devsim: the boards have their compute core (CAPS.COMPUTE: the GEMM engine on handlers 224..=255); 0: boards without one";
     }
 }
 
@@ -273,6 +275,7 @@ mod tests {
         assert_eq!(s.peer_timeout, Duration::from_secs(10));
         assert_eq!(s.ipv6_batch, BatchMode::Gso);
         assert_eq!(s.fpga_window, 1 << 30);
+        assert!(s.devsim_compute);
         for (var, bad) in [
             ("FSHMEM_PEER_TIMEOUT", "soon"),
             ("FSHMEM_PEER_TIMEOUT", "1ms"),
@@ -284,6 +287,7 @@ mod tests {
             ("FSHMEM_ROUTE", "always"),
             ("FSHMEM_FPGA_WINDOW", "1.5G"),
             ("FSHMEM_DEVSIM_FAULT", "melt"),
+            ("FSHMEM_DEVSIM_COMPUTE", "some"),
             ("FSHMEM_WAIT_TIMEOUT", "-3"),
         ] {
             let e = Settings::from_lookup(|k| (k == var).then(|| bad.to_string())).unwrap_err();

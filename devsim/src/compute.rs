@@ -15,8 +15,11 @@
 use crate::window::Window;
 use gasnet_core::NodeId;
 use gasnet_core::cmd::MAX_TRANSFER;
-use gasnet_core::compute::{ART_NONE, GEMM_ARGS, GEMM_ART_FAILED, GEMM_BAD, GEMM_OK, GEMM_RUN};
+use gasnet_core::compute::{
+    ART_NONE, GEMM_ARGS, GEMM_ART_FAILED, GEMM_BAD, GEMM_OK, GEMM_RUN, Reject, Rejected,
+};
 use gasnet_core::engine::Memory;
+use gasnet_core::handlers::{FIRST_COMPUTE, FIRST_USER};
 use std::collections::VecDeque;
 
 /// Most results one board step computes.
@@ -50,6 +53,10 @@ pub enum Action {
         /// Arguments.
         args: Vec<u32>,
     },
+    /// A request the core could neither run nor answer was dropped: the
+    /// board reports it to its host (`ERR_STATUS.COMPUTE`, `ERR_INFO` =
+    /// [`Rejected::info`], `spec/registers.md` §4.4.1).
+    Reject(Rejected),
 }
 
 /// What a compute core sees of its board.
@@ -68,6 +75,8 @@ pub struct ComputeCtx<'a> {
 /// A pluggable compute core.
 pub trait ComputeCore: Send {
     /// A request for handler `handler` (224..=255) arrived from `src`.
+    /// One the core can neither run nor answer is an [`Action::Reject`],
+    /// never dropped silently.
     fn request(&mut self, ctx: &mut ComputeCtx<'_>, src: NodeId, handler: u8, args: &[u32]);
     /// Does a bounded amount of work; returns whether anything happened
     /// (not merely waiting for puts).
@@ -109,6 +118,8 @@ pub struct GemmCore {
     pub tiles_done: u64,
     /// ART puts issued since start.
     pub art_puts: u64,
+    /// Requests rejected since start ([`Action::Reject`]).
+    pub rejected: u64,
 }
 
 impl GemmCore {
@@ -117,13 +128,24 @@ impl GemmCore {
         GemmCore::default()
     }
 
-    fn parse(src: NodeId, args: &[u32], nodes: usize, seg: u64) -> Result<Tile, (u8, u32)> {
+    /// A GEMM request's tile; or why not: a reason to reject it (it
+    /// cannot be answered), or the reply handler and job to answer
+    /// [`GEMM_BAD`] to.
+    fn parse(
+        src: NodeId,
+        args: &[u32],
+        nodes: usize,
+        seg: u64,
+    ) -> Result<Tile, Result<(u8, u32), Reject>> {
         if args.len() != GEMM_ARGS {
-            return Err((0, 0));
+            return Err(Err(Reject::Arguments));
         }
-        let done_handler = args[9] as u8;
+        let done_handler = match u8::try_from(args[9]) {
+            Ok(h) if (FIRST_USER..FIRST_COMPUTE).contains(&h) => h,
+            _ => return Err(Err(Reject::ReplyHandler)),
+        };
         let job = args[10];
-        let bad = || (done_handler, job);
+        let bad = || Ok((done_handler, job));
         let (m, n, k) = (args[3] as usize, args[4] as usize, args[5] as usize);
         let fits = |off: u32, elems: usize| -> bool {
             (elems as u64)
@@ -222,19 +244,27 @@ fn read_f64(mem: &Window, off: u64) -> f64 {
 
 impl ComputeCore for GemmCore {
     fn request(&mut self, ctx: &mut ComputeCtx<'_>, src: NodeId, handler: u8, args: &[u32]) {
-        if handler != GEMM_RUN {
-            return;
-        }
-        match GemmCore::parse(src, args, ctx.nodes, ctx.mem.len()) {
+        let parsed = if handler == GEMM_RUN {
+            GemmCore::parse(src, args, ctx.nodes, ctx.mem.len())
+        } else {
+            Err(Err(Reject::NoSuchHandler))
+        };
+        match parsed {
             Ok(t) => self.queue.push_back(t),
-            Err((h, job)) if h >= gasnet_core::handlers::FIRST_USER => {
-                ctx.actions.push(Action::Reply {
-                    dst: src,
-                    handler: h,
-                    args: vec![job, GEMM_BAD, 0],
-                })
+            Err(Ok((h, job))) => ctx.actions.push(Action::Reply {
+                dst: src,
+                handler: h,
+                args: vec![job, GEMM_BAD, 0],
+            }),
+            Err(Err(reason)) => {
+                self.rejected += 1;
+                ctx.actions.push(Action::Reject(Rejected {
+                    src,
+                    handler,
+                    nargs: args.len().min(u8::MAX as usize) as u8,
+                    reason,
+                }))
             }
-            Err(_) => {}
         }
     }
 
@@ -283,5 +313,82 @@ impl ComputeCore for GemmCore {
 
     fn busy(&self) -> bool {
         !self.queue.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `request` on a fresh core over a 64 KiB segment of 2 nodes;
+    /// returns the actions it asked for.
+    fn actions_of(handler: u8, args: &[u32]) -> Vec<Action> {
+        let mut seg = vec![0u64; 8192];
+        // SAFETY: `seg` is 64 KiB, alive and unaliased until the end of this
+        // function, and the window does not outlive it.
+        let mem = unsafe { Window::new(seg.as_mut_ptr().cast(), 8 * seg.len() as u64) };
+        let mut actions = Vec::new();
+        let mut ctx = ComputeCtx {
+            mem,
+            node: 1,
+            nodes: 2,
+            actions: &mut actions,
+        };
+        GemmCore::new().request(&mut ctx, 0, handler, args);
+        // The window is not used after this point; `seg` outlives it.
+        drop(seg);
+        actions
+    }
+
+    fn reject(handler: u8, nargs: u8, reason: Reject) -> Vec<Action> {
+        vec![Action::Reject(Rejected {
+            src: 0,
+            handler,
+            nargs,
+            reason,
+        })]
+    }
+
+    #[test]
+    fn requests_it_cannot_answer_are_rejected_never_dropped() {
+        let good = [0, 4096, 8192, 2, 2, 2, 0, ART_NONE, 0, 64, 9];
+        // Another compute handler.
+        assert_eq!(
+            actions_of(GEMM_RUN + 1, &good),
+            reject(GEMM_RUN + 1, 11, Reject::NoSuchHandler)
+        );
+        assert_eq!(actions_of(255, &[]), reject(255, 0, Reject::NoSuchHandler));
+        // The wrong number of arguments.
+        assert_eq!(
+            actions_of(GEMM_RUN, &[7]),
+            reject(GEMM_RUN, 1, Reject::Arguments)
+        );
+        assert_eq!(
+            actions_of(GEMM_RUN, &[0; 12]),
+            reject(GEMM_RUN, 12, Reject::Arguments)
+        );
+        // A reply handler the requester's host cannot run.
+        for h in [0, 5, 63, 224, 255, 256, u32::MAX] {
+            let mut a = good;
+            a[9] = h;
+            assert_eq!(
+                actions_of(GEMM_RUN, &a),
+                reject(GEMM_RUN, 11, Reject::ReplyHandler),
+                "done handler {h}"
+            );
+        }
+        // A bad range is answered: GEMM_BAD to the reply handler.
+        let mut a = good;
+        a[2] = u32::MAX;
+        assert_eq!(
+            actions_of(GEMM_RUN, &a),
+            vec![Action::Reply {
+                dst: 0,
+                handler: 64,
+                args: vec![9, GEMM_BAD, 0]
+            }]
+        );
+        // A good tile is queued, nothing else.
+        assert_eq!(actions_of(GEMM_RUN, &good), vec![]);
     }
 }

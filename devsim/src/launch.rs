@@ -15,13 +15,14 @@
 //! board unchanged: `--window SIZE` (the DDR window, default 1G, sparse),
 //! `--peer-timeout DURATION` (a silent peer board's limit, default 10s),
 //! `--impair loss=P,dup=P,reorder=P` (tests: impair the link datagrams a
-//! board sends) and `--fault KIND` (tests: none, get, inline-put,
-//! segment-put, atomic). devsim reads no environment. The host never reads
+//! board sends), `--fault KIND` (tests: none, get, inline-put,
+//! segment-put, atomic) and `--compute 0|1` (whether the board has its
+//! compute core, default 1). devsim reads no environment. The host never reads
 //! the `ports`, `peers`, `pid` or `ready` files: it knows a board only by its
 //! BARs.
 
 use crate::board::{BoardModel, DEFAULT_WINDOW, Fault};
-use crate::compute::GemmCore;
+use crate::compute::{ComputeCore, GemmCore};
 use crate::core::{BoardCore, CoreKind};
 use crate::link::{ReliableLink, UdpLink};
 use gasnet_core::config::ConfigValue;
@@ -44,12 +45,13 @@ pub const SETTING_FLAGS: &[&str] = &[
     "--fault",
     "--core",
     "--mem-latency",
+    "--compute",
 ];
 
 const USAGE: &str =
     "usage: devsim board --dir DIR --node N --nodes M [--window SIZE] [--peer-timeout D]
                     [--impair loss=P,dup=P,reorder=P] [--fault KIND]
-                    [--core engine|rtl] [--mem-latency CYCLES]
+                    [--core engine|rtl] [--mem-latency CYCLES] [--compute 0|1]
        devsim launch --job ID --nodes M --dir PREFIX [the same settings]";
 
 /// The `devsim` program: `board` or `launch` (see the binary's docs).
@@ -104,6 +106,11 @@ fn mem_latency_flag(args: &[String]) -> Result<u32, String> {
             )),
         },
     }
+}
+
+/// `--compute`: whether the board has its compute core (default yes).
+fn compute_flag(args: &[String]) -> Result<bool, String> {
+    Ok(parse_flag::<bool>(args, "--compute")?.unwrap_or(true))
 }
 
 /// Default `--mem-latency` of the RTL core: 30 cycles (120 ns at 250 MHz,
@@ -206,6 +213,7 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
     let impair = parse_flag::<gasnet_core::impair::Impair>(args, "--impair")?;
     let core = core_flag(args)?;
     let mem_latency = mem_latency_flag(args)?;
+    let compute = compute_flag(args)?;
     let result = (|| -> Result<(), String> {
         let bind_err = |e: std::io::Error| format!("cannot bind link ports: {e}");
         // The engine's packets travel over devsim's reliable transport; the
@@ -234,16 +242,8 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
         link.set_peers(&peers);
         let mut board: Box<dyn BoardCore> = match link {
             Links::Reliable(link) => Box::new(
-                BoardModel::create(
-                    &dir,
-                    node,
-                    nodes,
-                    window,
-                    link,
-                    Box::new(GemmCore::new()),
-                    fault,
-                )
-                .map_err(|e| format!("cannot create board files in {}: {e}", dir.display()))?,
+                BoardModel::create(&dir, node, nodes, window, link, compute.then(gemm), fault)
+                    .map_err(|e| format!("cannot create board files in {}: {e}", dir.display()))?,
             ),
             Links::Plain(udp) => rtl_board(
                 &dir,
@@ -254,6 +254,7 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
                 peer_timeout,
                 impair,
                 mem_latency,
+                compute,
             )?,
         };
         write_atomically(&dir.join("ready"), "ready\n").map_err(|e| e.to_string())?;
@@ -262,6 +263,11 @@ pub fn board_main(args: &[String]) -> Result<(), String> {
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// A board's compute core: devsim's GEMM tile engine.
+fn gemm() -> Box<dyn ComputeCore> {
+    Box::new(GemmCore::new())
 }
 
 /// A board's links before its core exists.
@@ -300,6 +306,7 @@ fn rtl_board(
     peer_timeout: Duration,
     impair: Option<gasnet_core::impair::Impair>,
     mem_latency: u32,
+    compute: bool,
 ) -> Result<Box<dyn BoardCore>, String> {
     let s = crate::rtl::RtlSettings {
         mem_latency,
@@ -313,7 +320,7 @@ fn rtl_board(
         window,
         udp,
         s,
-        || Box::new(GemmCore::new()),
+        compute.then_some(gemm as fn() -> Box<dyn ComputeCore>),
     )?))
 }
 
@@ -330,6 +337,7 @@ fn rtl_board(
     _peer_timeout: Duration,
     _impair: Option<gasnet_core::impair::Impair>,
     _mem_latency: u32,
+    _compute: bool,
 ) -> Result<Box<dyn BoardCore>, String> {
     Err(crate::core::RTL_MISSING.to_string())
 }
@@ -392,6 +400,7 @@ fn keeper(args: &[String]) -> Result<(), String> {
         // Refused here, at once, rather than by every board.
         core_flag(args)?;
         mem_latency_flag(args)?;
+        compute_flag(args)?;
         for (n, d) in dirs.iter().enumerate() {
             let mut cmd = Command::new(&exe);
             cmd.arg("board")
@@ -517,5 +526,10 @@ mod tests {
             let e = mem_latency_flag(&args(&["--mem-latency", bad])).unwrap_err();
             assert!(e.contains(bad), "{e}");
         }
+        assert_eq!(compute_flag(&args(&[])), Ok(true));
+        assert_eq!(compute_flag(&args(&["--compute", "0"])), Ok(false));
+        assert_eq!(compute_flag(&args(&["--compute", "1"])), Ok(true));
+        let e = compute_flag(&args(&["--compute", "maybe"])).unwrap_err();
+        assert!(e.contains("--compute") && e.contains("maybe"), "{e}");
     }
 }

@@ -3,7 +3,7 @@
 //! ```text
 //! devsim board  --dir DIR --node N --nodes M [--window SIZE] [--peer-timeout D]
 //!               [--impair loss=P,dup=P,reorder=P] [--fault KIND]
-//!               [--core engine|rtl] [--mem-latency CYCLES]
+//!               [--core engine|rtl] [--mem-latency CYCLES] [--compute 0|1]
 //! devsim launch --job ID --nodes M --dir PREFIX [the same settings]
 //! ```
 //!
@@ -22,7 +22,8 @@
 //! `--core` picks the board's core: the reference engine (default) or,
 //! in a devsim built with the `rtl` feature, the Verilator model of the
 //! RTL core in `hw/`, whose memory answers after `--mem-latency` cycles
-//! (default 30).
+//! (default 30). `--compute 0` makes a board without its compute core
+//! (`CAPS.COMPUTE` 0: requests to handlers 224..=255 reach the host).
 //! A board that dies is reported by the keeper; the others keep serving
 //! until the launcher ends the job (the PEs' liveness checks name the PE).
 

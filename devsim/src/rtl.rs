@@ -63,14 +63,22 @@
 //! # The compute kernel
 //!
 //! The core is built with a kernel on its kernel port (`strap_compute`,
-//! so `CAPS.COMPUTE`): requests to handlers 224..=255 leave the core there
-//! and go to a [`ComputeCore`] (devsim's GEMM tile engine), as user logic
-//! beside the core takes them on a board. The kernel reads and writes the
-//! segment directly (a board's kernel has its own memory port) and gives
-//! the core commands of its own through the port: a segment-path Put for
-//! each run of results (Automatic Result Transfer) and a Short reply when
-//! a tile is done. Their completions come back to the kernel, never to the
-//! host's queue; a kernel command that fails is reported on stderr.
+//! so `CAPS.COMPUTE`), unless the board is made without one: requests to
+//! handlers 224..=255 leave the core there and go to a [`ComputeCore`]
+//! (devsim's GEMM tile engine), as user logic beside the core takes them
+//! on a board. The kernel reads and writes the segment directly (a board's
+//! kernel has its own memory port) and gives the core commands of its own
+//! through the port: a segment-path Put for each run of results (Automatic
+//! Result Transfer) and a Short reply when a tile is done. Their
+//! completions come back to the kernel, never to the host's queue; a
+//! kernel command that fails is reported on stderr. The kernel takes each
+//! request before the core goes on (`kam_ready` is held low until the
+//! next step has judged it): a request it can neither run nor answer goes
+//! to the port's error input, which sets `ERR_STATUS.COMPUTE` for the host
+//! (`spec/registers.md` §4.4.1), and that is in the file before the core
+//! handles the sender's next frame. Without
+//! a kernel (`strap_compute` 0) the core delivers those requests to the
+//! host like any other handler's.
 
 use crate::bar::Bar;
 use crate::board::punch;
@@ -311,10 +319,11 @@ pub struct RtlBoard {
     /// The last full batch moved nothing across the core's edges: it
     /// waits for a peer's frame or the tick (see `step`).
     stalled: bool,
-    /// The kernel on the core's kernel port, how to make a fresh one (a
-    /// soft reset drops its work), and its actions not yet submitted.
-    compute: Box<dyn ComputeCore>,
-    new_compute: fn() -> Box<dyn ComputeCore>,
+    /// The kernel on the core's kernel port, if the board has one, how to
+    /// make a fresh one (a soft reset drops its work), and its actions not
+    /// yet submitted.
+    compute: Option<Box<dyn ComputeCore>>,
+    new_compute: Option<fn() -> Box<dyn ComputeCore>>,
     actions: Vec<Action>,
     /// The segment and job as the core holds them once enabled.
     kernel_cfg: Option<KernelCfg>,
@@ -348,7 +357,8 @@ impl RtlBoard {
     /// `window` bytes rounded up to a power of two, the doze word and wake
     /// socket of `spec/registers.md` §13) and the core behind
     /// them, node `node` of `nodes`, its links on `udp` (peer table set),
-    /// with the kernel `new_compute` makes on its kernel port.
+    /// with the kernel `new_compute` makes on its kernel port (none: a core
+    /// without a kernel, `CAPS.COMPUTE` 0).
     pub fn create(
         dir: &Path,
         node: u16,
@@ -356,7 +366,7 @@ impl RtlBoard {
         window: u64,
         udp: UdpLink,
         s: RtlSettings,
-        new_compute: fn() -> Box<dyn ComputeCore>,
+        new_compute: Option<fn() -> Box<dyn ComputeCore>>,
     ) -> Result<RtlBoard, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let window = window.max(1 << 20).next_power_of_two();
@@ -376,11 +386,14 @@ impl RtlBoard {
             rto_max_ticks: RTO_MAX_TICKS,
             peer_timeout_ticks: s.peer_timeout.as_micros().min(u32::MAX as u128) as u32,
             nack_hold_ticks: NACK_HOLD_TICKS,
-            compute: true,
+            compute: new_compute.is_some(),
             ..BoardConfig::default()
         };
-        let board = Board::new(cfg, Bar2Mem { bar: bar2 })
+        let mut board = Board::new(cfg, Bar2Mem { bar: bar2 })
             .map_err(|e| format!("cannot start the RTL core model: {e}"))?;
+        // The kernel judges each request before the core goes on (see
+        // `run_kernel`).
+        board.hold_kernel_requests(new_compute.is_some());
         let seed = 0x05ee_d0fb_0a2d ^ (node as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let now = Instant::now();
         let mut b = RtlBoard {
@@ -404,7 +417,7 @@ impl RtlBoard {
             counters_at: now,
             counters: counter_cells(),
             peer_reported: false,
-            compute: new_compute(),
+            compute: new_compute.map(|f| f()),
             new_compute,
             actions: Vec::new(),
             kernel_cfg: None,
@@ -510,7 +523,7 @@ impl RtlBoard {
         self.cq_seen = 0;
         self.rq_seen = 0;
         self.peer_reported = false;
-        self.compute = (self.new_compute)();
+        self.compute = self.new_compute.map(|f| f());
         self.actions.clear();
         self.kernel_cfg = None;
         self.kernel_puts.clear();
@@ -624,10 +637,11 @@ impl RtlBoard {
     /// port and the completions of its commands, lets it compute, and
     /// submits the commands it asks for. Returns whether anything happened.
     fn run_kernel(&mut self) -> bool {
-        let Some(cfg) = self.kernel_cfg else {
+        let (Some(cfg), Some(compute)) = (self.kernel_cfg, self.compute.as_mut()) else {
             // Disabled: the core hands out nothing; drop what it did.
             while self.board.take_kernel_request().is_some() {}
             while self.board.take_kernel_completion().is_some() {}
+            self.board.accept_kernel_request();
             return false;
         };
         let mut did = false;
@@ -638,7 +652,7 @@ impl RtlBoard {
             actions: &mut self.actions,
         };
         while let Some(r) = self.board.take_kernel_request() {
-            self.compute.request(&mut ctx, r.src, r.handler, &r.args);
+            compute.request(&mut ctx, r.src, r.handler, &r.args);
             did = true;
         }
         while let Some(e) = self.board.take_kernel_completion() {
@@ -651,7 +665,7 @@ impl RtlBoard {
                 continue;
             };
             match self.kernel_puts.remove(&c.tag) {
-                Some(id) => self.compute.put_done(&mut ctx, id, c.status.is_ok()),
+                Some(id) => compute.put_done(&mut ctx, id, c.status.is_ok()),
                 None if !c.status.is_ok() => crate::report(&format!(
                     "devsim board {} (rtl): the compute kernel's command (opcode {:#04x}) to \
                      board {} failed: {} (detail {})",
@@ -660,9 +674,10 @@ impl RtlBoard {
                 None => {}
             }
         }
-        if self.compute.busy() {
-            did |= self.compute.step(&mut ctx);
+        if compute.busy() {
+            did |= compute.step(&mut ctx);
         }
+        let mut rejected = false;
         for a in std::mem::take(&mut self.actions) {
             self.kernel_tag = self.kernel_tag.wrapping_add(1);
             let tag = self.kernel_tag;
@@ -689,6 +704,17 @@ impl RtlBoard {
                         },
                     }
                 }
+                Action::Reject(r) => {
+                    crate::report(&format!(
+                        "devsim board {} (rtl): the compute kernel dropped {r} \
+                         (ERR_STATUS.COMPUTE)",
+                        self.node
+                    ));
+                    self.board.kernel_error(r.info());
+                    rejected = true;
+                    did = true;
+                    continue;
+                }
                 Action::Reply { dst, handler, args } => Descriptor::Am {
                     common: Common {
                         tag,
@@ -708,6 +734,16 @@ impl RtlBoard {
             self.board.submit_kernel(&slots[0], slots.get(1));
             did = true;
         }
+        // The request waiting on the port is judged: a rejected one's
+        // ERR_STATUS.COMPUTE is set (two cycles) and in the file before the
+        // core goes on to the sender's next frame, so a host never sees a
+        // later effect of that sender (its barrier signal, say) without it.
+        if rejected {
+            self.board.cycle();
+            self.board.cycle();
+            self.publish(false);
+        }
+        self.board.accept_kernel_request();
         did
     }
 

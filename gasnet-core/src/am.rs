@@ -57,6 +57,12 @@ pub enum AmError {
     AlreadyRegistered(u8),
     /// No handler registered at this index.
     NoHandler(u8),
+    /// A host handler asked for at an index of the board's compute core
+    /// (`handlers::FIRST_COMPUTE..=255` on a board with `CAPS.COMPUTE`).
+    ComputeIndex(u8),
+    /// The board's compute core dropped a request it could not run
+    /// (`ERR_STATUS.COMPUTE`).
+    ComputeRejected(crate::compute::Rejected),
     /// The reply could not be queued by the transport.
     Transport(String),
 }
@@ -78,6 +84,22 @@ impl fmt::Display for AmError {
             ),
             AmError::AlreadyRegistered(i) => write!(f, "handler index {i} is already registered"),
             AmError::NoHandler(i) => write!(f, "no handler registered at index {i}"),
+            AmError::ComputeIndex(i) => write!(
+                f,
+                "handler index {i} is one of the board's compute handlers ({}..=255, run by \
+                 its compute core, CAPS.COMPUTE), not a host handler",
+                handlers::FIRST_COMPUTE
+            ),
+            AmError::ComputeRejected(r) => write!(
+                f,
+                "the board's compute core dropped a request from PE {} to handler {} \
+                 ({}), one of its compute handlers ({}..=255): {} (ERR_STATUS.COMPUTE)",
+                r.src,
+                r.handler,
+                r.arguments(),
+                handlers::FIRST_COMPUTE,
+                r.why()
+            ),
             AmError::Transport(s) => write!(f, "transport: {s}"),
         }
     }

@@ -74,6 +74,8 @@ module fs_regs #(
     input  wire          ev_bad_packet,
     input  wire          ev_bad_port,
     input  wire          ev_internal,
+    input  wire          ev_compute,     // the kernel dropped a request (ERR_STATUS.COMPUTE)
+    input  wire [31:0]   ev_compute_info,
     input  wire          cnt_cmd,
     input  wire          cnt_err,
     input  wire          cnt_ptx,
@@ -97,12 +99,12 @@ module fs_regs #(
         R_ERR_INFO = 16'h10C, R_IRQ_MASK = 16'h110, R_IRQ_STATUS = 16'h114;
 
     localparam [31:0] MAGIC   = 32'h4d48_5346;
-    localparam [31:0] VERSION = 32'h0001_0001;   // interface 1.1
+    localparam [31:0] VERSION = 32'h0001_0002;   // interface 1.2
     localparam [63:0] BOUNCE_BYTES = 64'd64 * 64'd4096;
 
     // Error bits (section 4.4).
     localparam integer E_DOORBELL = 0, E_LOCKED = 1, E_INVALID = 2, E_DDR = 3,
-        E_LINK0 = 4, E_LINK1 = 5, E_PEER = 6, E_BADPKT = 8, E_INTERNAL = 31;
+        E_LINK0 = 4, E_LINK1 = 5, E_PEER = 6, E_BADPKT = 8, E_COMPUTE = 9, E_INTERNAL = 31;
 
     // ---- soft reset sequencer ------------------------------------------
     reg        rst_busy;
@@ -177,6 +179,9 @@ module fs_regs #(
         end
         if (ev_bad_packet) begin
             err_set[E_BADPKT] = 1'b1; info_set = {31'd0, ev_bad_port}; info_any = 1'b1;
+        end
+        if (ev_compute) begin
+            err_set[E_COMPUTE] = 1'b1; info_set = ev_compute_info; info_any = 1'b1;
         end
         if (ev_internal) begin
             err_set[E_INTERNAL] = 1'b1; info_set = 32'd0; info_any = 1'b1;

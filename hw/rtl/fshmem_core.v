@@ -25,9 +25,13 @@
 //                    (kcmd_*: a descriptor and, for a chained AM, its
 //                    continuation; valid held until ready); their completion
 //                    entries out (kc_*: bytes 0..25 of a completion entry, no
-//                    phase). The kernel reaches board memory through its own
-//                    port of the shell and writes what a command reads before
-//                    it submits the command.
+//                    phase); and an error strobe in (kerr_*: a request the
+//                    kernel dropped because it could neither run nor answer
+//                    it, which sets ERR_STATUS.COMPUTE with ERR_INFO =
+//                    kerr_info, spec/registers.md section 4.4.1). The kernel
+//                    reaches board memory through its own port of the shell
+//                    and writes what a command reads before it submits the
+//                    command.
 //   busy             some work is in progress (simulation: keep clocking)
 //   armed            frames wait for their acknowledgement and only the tick
 //                    moves their timers (simulation: clock as the tick comes)
@@ -146,6 +150,8 @@ module fshmem_core #(
     output wire            kc_valid,
     input  wire            kc_ready,
     output wire [207:0]    kc_entry,
+    input  wire            kerr_valid,
+    input  wire [31:0]     kerr_info,
     output wire            busy,
     output wire            armed
 );
@@ -205,7 +211,7 @@ module fshmem_core #(
         .ev_cq(ev_cq), .ev_rq(ev_rq), .ev_ddr(rd_err || mem_err), .ev_ddr_info(32'd0),
         .ev_peer_timeout(ev_timeout), .ev_peer(ev_timeout_peer),
         .ev_bad_packet(ev_bad_packet || |bad_pkt), .ev_bad_port(ev_bad_packet ? ev_bad_port : bad_pkt[1]),
-        .ev_internal(1'b0),
+        .ev_internal(1'b0), .ev_compute(kerr_valid && strap_compute), .ev_compute_info(kerr_info),
         .cnt_cmd(cnt_cmd), .cnt_err(cnt_err), .cnt_ptx(cnt_ptx), .cnt_prx(|acc),
         .cnt_btx(cnt_btx), .cnt_brx((acc[0] ? acc_bytes[16:0] : 17'd0) + (acc[1] ? acc_bytes[33:17] : 17'd0)),
         .cnt_rtx(cnt_rtx), .cnt_stall(cq_stall || rq_stall), .crc_err(crc_err), .msi(msi)

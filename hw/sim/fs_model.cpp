@@ -102,6 +102,8 @@ extern "C" void fs_model_step(fs_model *m, const fs_in *in, fs_out *out) {
     t->kcmd_valid = in->kcmd_valid;
     t->kam_ready = in->kam_ready;
     t->kc_ready = in->kc_ready;
+    t->kerr_valid = in->kerr_valid;
+    t->kerr_info = in->kerr_info;
     if (in->kcmd_valid) {
         for (int i = 0; i < 16; i++) {
             t->kcmd_desc[i] = in->kcmd_desc[i];

@@ -53,10 +53,13 @@ typedef struct {
      * kcmd_valid. */
     uint32_t kcmd_desc[16];
     uint32_t kcmd_cont[16];
+    /* The kernel's error strobe: ERR_INFO of a request it dropped. */
+    uint32_t kerr_info;
     uint8_t strap_compute;
     uint8_t kcmd_valid;
     uint8_t kam_ready;
     uint8_t kc_ready;
+    uint8_t kerr_valid;
 } fs_in;
 
 typedef struct {

@@ -118,6 +118,12 @@ pub struct Board<D: Dram> {
     kcmd: std::collections::VecDeque<([u32; 16], [u32; 16])>,
     kreq: std::collections::VecDeque<KernelRequest>,
     kdone: std::collections::VecDeque<[u8; 32]>,
+    /// Errors the kernel reports (`ERR_INFO` words), one a cycle.
+    kerr: std::collections::VecDeque<u32>,
+    /// Requests wait on the port until [`Board::accept_kernel_request`]
+    /// (`kam_ready` low until then), and the one on the port was taken.
+    kam_hold: bool,
+    kam_taken: bool,
 }
 
 impl<D: Dram> std::fmt::Debug for Board<D> {
@@ -154,6 +160,9 @@ impl<D: Dram> Board<D> {
             kcmd: Default::default(),
             kreq: Default::default(),
             kdone: Default::default(),
+            kerr: Default::default(),
+            kam_hold: false,
+            kam_taken: false,
         };
         b.inp.strap_node_id = cfg.node;
         b.inp.strap_node_count = cfg.nodes as u32;
@@ -241,6 +250,7 @@ impl<D: Dram> Board<D> {
             || self.tx.iter().any(TxCollector::is_active)
             || !self.mem.is_idle()
             || !self.kcmd.is_empty()
+            || !self.kerr.is_empty()
     }
 
     /// Whether frames wait for their acknowledgement (the core's `armed`).
@@ -272,6 +282,33 @@ impl<D: Dram> Board<D> {
         };
         self.kcmd
             .push_back((words(head), cont.map(words).unwrap_or([0; 16])));
+    }
+
+    /// Reports, on the kernel port's error input, a request the kernel
+    /// dropped because it could neither run nor answer it: the core sets
+    /// `ERR_STATUS.COMPUTE` with `ERR_INFO` = `info` (`spec/registers.md`
+    /// section 4.4.1) on the next cycle (one report a cycle).
+    pub fn kernel_error(&mut self, info: u32) {
+        self.kerr.push_back(info);
+    }
+
+    /// Makes requests on the kernel port wait (`hold`: `kam_ready` stays
+    /// low) until the kernel has taken each one and calls
+    /// [`Board::accept_kernel_request`], as a kernel that judges a request
+    /// before the core may go on to the next frame; or (the default) take
+    /// each at once.
+    pub fn hold_kernel_requests(&mut self, hold: bool) {
+        self.kam_hold = hold;
+        self.inp.kam_ready = u8::from(!hold);
+    }
+
+    /// Lets the request waiting on the kernel port (already given out by
+    /// [`Board::take_kernel_request`]) go: the core takes the handshake on
+    /// the next cycle and goes on. Nothing when none waits.
+    pub fn accept_kernel_request(&mut self) {
+        if self.kam_taken {
+            self.inp.kam_ready = 1;
+        }
     }
 
     /// Commands from the kernel port not yet taken by the core.
@@ -346,6 +383,13 @@ impl<D: Dram> Board<D> {
             }
             None => self.inp.kcmd_valid = 0,
         }
+        match self.kerr.pop_front() {
+            Some(info) => {
+                self.inp.kerr_valid = 1;
+                self.inp.kerr_info = info;
+            }
+            None => self.inp.kerr_valid = 0,
+        }
         self.out = self.core.step(&self.inp);
         let kernel = self.kernel_port();
         let open = !self.mem.is_idle();
@@ -399,22 +443,37 @@ impl<D: Dram> Board<D> {
         self.cycle += 1;
     }
 
-    /// Handshakes of this cycle on the kernel port (its `kam_ready` and
-    /// `kc_ready` are always 1). Returns whether anything crossed it.
+    /// Handshakes of this cycle on the kernel port (`kc_ready` is always 1,
+    /// `kam_ready` too unless requests are held; an error strobe needs
+    /// none). Returns whether anything crossed it.
     fn kernel_port(&mut self) -> bool {
-        let mut any = false;
+        let mut any = self.inp.kerr_valid == 1;
         if self.inp.kcmd_valid == 1 && self.out.kcmd_ready == 1 {
             self.kcmd.pop_front();
             any = true;
         }
         if self.out.kam_valid == 1 {
-            let n = (self.out.kam_nargs as usize).min(16);
-            self.kreq.push_back(KernelRequest {
-                src: self.out.kam_src,
-                handler: self.out.kam_handler,
-                args: self.out.kam_args[..n].to_vec(),
-            });
-            any = true;
+            if !self.kam_taken {
+                let n = (self.out.kam_nargs as usize).min(16);
+                self.kreq.push_back(KernelRequest {
+                    src: self.out.kam_src,
+                    handler: self.out.kam_handler,
+                    args: self.out.kam_args[..n].to_vec(),
+                });
+                any = true;
+            }
+            // With kam_ready high the handshake completed at this edge;
+            // else the request stays on the port, taken once.
+            self.kam_taken = self.inp.kam_ready == 0;
+            if !self.kam_taken {
+                any = true;
+            }
+        } else {
+            // Nothing on the port (or a reset withdrew it).
+            self.kam_taken = false;
+        }
+        if self.kam_hold && !self.kam_taken {
+            self.inp.kam_ready = 0;
         }
         if self.out.kc_valid == 1 {
             let mut e = [0u8; 32];

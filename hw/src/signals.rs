@@ -80,6 +80,9 @@ pub struct Inputs {
     pub kcmd_desc: [u32; 16],
     /// `kcmd_cont`: a chained AM's continuation slot.
     pub kcmd_cont: [u32; 16],
+    /// `kerr_info`: `ERR_INFO` of a request the kernel dropped (read while
+    /// `kerr_valid`).
+    pub kerr_info: u32,
     /// `strap_compute`: a kernel sits on the kernel port.
     pub strap_compute: u8,
     /// `kcmd_valid`.
@@ -88,6 +91,9 @@ pub struct Inputs {
     pub kam_ready: u8,
     /// `kc_ready`.
     pub kc_ready: u8,
+    /// `kerr_valid`: the kernel reports a dropped request this cycle
+    /// (`ERR_STATUS.COMPUTE`).
+    pub kerr_valid: u8,
 }
 
 /// The top's outputs in a cycle, sampled before its clock edge.

@@ -549,3 +549,87 @@ fn without_a_kernel_compute_requests_reach_the_host() {
         .expect("the host receives handler 224");
     assert_eq!((e.handler, e.args.as_slice()), (h224, &[4u32][..]));
 }
+
+#[test]
+fn a_request_the_kernel_drops_is_reported_in_err_status() {
+    use gasnet_core::compute::{Reject, Rejected};
+    let cfg = BoardConfig {
+        compute: true,
+        ..BoardConfig::default()
+    };
+    let mut net = Net::new(2, cfg, 10);
+    let h225 = gasnet_core::handlers::FIRST_COMPUTE + 1;
+    net.hosts[0].submit(&[short_am(1, 1, Direction::Request, h225, &[1, 2])]);
+    net.settle(100_000);
+    let b = &mut net.hosts[1].board;
+    let req = b.take_kernel_request().expect("a kernel request");
+    assert_eq!(b.read32(cmd::regs::ERR_STATUS), 0);
+    // The kernel cannot run handler 225: it says so on its error input.
+    let r = Rejected {
+        src: req.src,
+        handler: req.handler,
+        nargs: req.args.len() as u8,
+        reason: Reject::NoSuchHandler,
+    };
+    b.kernel_error(r.info());
+    for _ in 0..4 {
+        b.cycle();
+    }
+    assert_eq!(b.read32(cmd::regs::ERR_STATUS), cmd::err::COMPUTE);
+    let info = b.read32(cmd::regs::ERR_INFO);
+    assert_eq!(Rejected::from_info(info), r, "ERR_INFO {info:#x}");
+    assert_ne!(b.read32(cmd::regs::STATUS) & cmd::status::ERROR, 0);
+    assert_ne!(b.read32(cmd::regs::IRQ_STATUS) & cmd::irq::ERROR, 0);
+    assert_eq!(b.read32(cmd::regs::VERSION), cmd::VERSION);
+    // Write 1 to clear.
+    b.write32(cmd::regs::ERR_STATUS, cmd::err::COMPUTE);
+    assert_eq!(b.read32(cmd::regs::ERR_STATUS), 0);
+    // Without a kernel the input is ignored.
+    let mut h = Host::new(0, 1, BoardConfig::default());
+    h.board.kernel_error(r.info());
+    h.run(8);
+    assert_eq!(h.board.read32(cmd::regs::ERR_STATUS), 0);
+}
+
+#[test]
+fn a_held_kernel_request_stops_the_core_until_the_kernel_accepts_it() {
+    let cfg = BoardConfig {
+        compute: true,
+        ..BoardConfig::default()
+    };
+    let mut net = Net::new(2, cfg, 10);
+    net.hosts[1].board.hold_kernel_requests(true);
+    let h224 = gasnet_core::handlers::FIRST_COMPUTE;
+    // A request for board 1's kernel, then a put behind it.
+    net.hosts[0].submit(&[
+        short_am(1, 1, Direction::Request, h224, &[3]),
+        cmd::encode(&Descriptor::Put {
+            common: c(2),
+            target: 1,
+            remote: 0x100,
+            source: PutSource::Inline(Inline::new(&[0x5A; 8]).unwrap()),
+        }),
+    ]);
+    for _ in 0..20_000 {
+        net.cycle();
+    }
+    let req = net.hosts[1]
+        .board
+        .take_kernel_request()
+        .expect("the kernel is given the request while it waits");
+    assert_eq!((req.src, req.handler, req.args), (0, h224, vec![3]));
+    assert_eq!(
+        net.hosts[1].seg(0x100, 8),
+        vec![0; 8],
+        "the put landed before the kernel took the request"
+    );
+    assert_eq!(
+        net.hosts[1].board.take_kernel_request(),
+        None,
+        "given twice"
+    );
+    net.hosts[1].board.accept_kernel_request();
+    net.settle(200_000);
+    assert_eq!(net.hosts[1].seg(0x100, 8), vec![0x5A; 8]);
+    assert_eq!(net.hosts[1].board.take_kernel_request(), None);
+}

@@ -69,7 +69,16 @@ typedef void (*shmemx_am_handler_t)(shmemx_am_token_t token, const uint32_t *arg
                                     void *user);
 
 /* Registers fn (called with user); collective; returns the handler
- * number to name in requests and replies. */
+ * number to name in requests and replies (64..223).
+ *
+ * Requests and replies name a number this function returned. A number it
+ * can never return (below 64, or 224..255) ends the job at the call,
+ * naming the PE, the call and the number, on every conduit: on the fpga
+ * conduit 224..255 are the handlers of the boards' compute cores, which
+ * run on the board itself (the GEMM engine; a Rust program reaches it
+ * through shmem::compute, and there is no C call for it). A number in
+ * 64..223 that no PE registered ends the job when the message arrives
+ * ("no handler registered"). */
 int shmemx_am_register(shmemx_am_handler_t fn, void *user);
 
 /* Requests to handler `handler` of PE `pe`. */

@@ -9,7 +9,16 @@
 //! the board's "tile done" reply names; [`Compute::gemm`] runs one tile and
 //! waits for it, [`Compute::gemm_start`] and [`Compute::wait`] overlap
 //! tiles with other work. Only the `fpga` conduit has a compute core;
-//! elsewhere the calls fail with an error saying so.
+//! elsewhere, and on boards without one (`CAPS.COMPUTE` 0, devsim's
+//! `FSHMEM_DEVSIM_COMPUTE=0`), [`Shmem::compute`] fails naming the PE.
+//!
+//! The core's handlers, 224..=255, are never user handlers: registration
+//! never hands them out, the C calls `shmemx_am_*` refuse them (naming the
+//! PE, the call and the number, and pointing here), and a request the
+//! board's core cannot parse — which only a program below this layer can
+//! send — is reported by the board (`ERR_STATUS.COMPUTE`,
+//! `spec/registers.md` §4.4.1) and fails the receiving PE's next call,
+//! naming the sender and the handler.
 //!
 //! ```no_run
 //! use shmem::compute::{Art, Gemm};

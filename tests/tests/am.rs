@@ -4,12 +4,18 @@
 //! catch, the Rust AM checks (`shmem/examples/am_check.rs`: Short, Medium,
 //! Long, typed, the enforced handler rules) and the C API (`tests/c/am.c`,
 //! `shmemx_am_*`), and the boards' compute cores through `shmem::compute`
-//! (`examples/src/bin/matmul_fpga.rs`).
+//! (`examples/src/bin/matmul_fpga.rs`). A C program that names a handler
+//! number `shmemx_am_register` never returns (224, a compute core's on the
+//! fpga conduit; 223, unregistered) ends the job naming the PE, the call
+//! and the number on every conduit (`tests/c/am_compute_index.c`), and
+//! `shmem::compute` on boards without a compute core fails naming the PE.
 
 #[path = "support/capi.rs"]
 mod capi;
+#[path = "support/compute.rs"]
+mod compute;
 
-use fshmem_tests::{JOB_TIMEOUT, bin, example, fpga_job, ipv6_job, job};
+use fshmem_tests::{JOB_TIMEOUT, Job, bin, example, fpga_job, ipv6_job, job};
 
 /// Keys each PE inserts in the tests: enough to spread over every PE's
 /// shard, few enough that 5 PEs of round trips stay quick on a loaded
@@ -108,4 +114,121 @@ fn matmul_on_the_compute_cores() {
             .contains("shmem::compute: the smp conduit has no compute cores"),
         "{j:?}"
     );
+}
+
+/// Runs `am_compute_index case` on `n` PEs of `conduit` with `env`;
+/// checks that it failed with status 1, that a line of stderr starts with
+/// `want` and contains `also` (the line naming the PE, the call and the
+/// number) and that every PE's first line arrived.
+fn misuse(
+    conduit: &str,
+    n: usize,
+    case: &str,
+    env: &[(&str, &str)],
+    want: &str,
+    also: &str,
+) -> Job {
+    let exe = capi::compile("am_compute_index", &[]);
+    let j = capi::job_on(conduit, n, &exe, &[case], env, JOB_TIMEOUT);
+    assert_eq!(j.out.code(), Some(1), "{conduit} {case}: {j:?}");
+    assert!(
+        j.out
+            .stderr
+            .lines()
+            .any(|l| l.starts_with(want) && l.contains(also)),
+        "{conduit} {case}: no line starting {want:?} with {also:?}: {j:?}"
+    );
+    for pe in 0..n {
+        j.assert_line(&format!(
+            "am_compute_index: PE {pe} of {n} registered handler 64"
+        ));
+    }
+    j
+}
+
+#[test]
+fn c_requests_to_a_compute_handler_number_fail_naming_the_pe_the_call_and_the_number() {
+    let compute = "is one of the board's compute handlers (224..=255, run by the compute core \
+                   of PE";
+    let never = "handler 224 was not returned by shmemx_am_register (it returns 64..=223; \
+                 224..=255 are reserved for the compute cores of fpga boards)";
+    // fpga boards with a compute core (devsim's GEMM engine): refused at
+    // the caller, pointing at shmem::compute, before the board could take
+    // the request.
+    let j = misuse(
+        "fpga",
+        2,
+        "short",
+        &[],
+        &format!("PE 1: shmemx_am_request_short: handler 224 {compute} 1's board"),
+        "through shmem::compute",
+    );
+    compute::index_refused(&j);
+    misuse(
+        "fpga",
+        3,
+        "medium",
+        &[],
+        &format!("PE 2: shmemx_am_request_medium: handler 224 {compute} 2's board"),
+        "",
+    );
+    misuse(
+        "fpga",
+        2,
+        "reply",
+        &[],
+        &format!("PE 0: shmemx_am_reply_short: handler 224 {compute} 0's board"),
+        "",
+    );
+    // Boards without a compute core, smp and ipv6: refused at the caller
+    // as a number shmemx_am_register never returns.
+    let none = [("FSHMEM_DEVSIM_COMPUTE", "0")];
+    misuse(
+        "fpga",
+        2,
+        "short",
+        &none,
+        &format!("PE 1: shmemx_am_request_short: {never}"),
+        "",
+    );
+    for conduit in ["smp", "ipv6"] {
+        let j = misuse(
+            conduit,
+            2,
+            "short",
+            &[],
+            &format!("PE 1: shmemx_am_request_short: {never}"),
+            "",
+        );
+        assert!(!j.out.stdout.contains("the short call returned"), "{j:?}");
+    }
+    // A number in the user range that no PE registered: the target fails
+    // in the call that finds the message (a barrier, or finalize), on smp
+    // and on fpga alike.
+    for conduit in ["smp", "fpga"] {
+        let j = misuse(
+            conduit,
+            2,
+            "unregistered",
+            &[],
+            "PE 0: shmem_",
+            ": active message: no handler registered at index 223",
+        );
+        j.assert_line("am_compute_index: PE 1: the unregistered call returned");
+    }
+}
+
+/// `shmem::compute` on boards started without their compute core
+/// (`FSHMEM_DEVSIM_COMPUTE=0`, `CAPS.COMPUTE` 0) fails naming the PE.
+#[test]
+fn compute_on_boards_without_a_compute_core_fails_naming_the_pe() {
+    let j = capi::job_on(
+        "fpga",
+        2,
+        &bin("matmul_fpga"),
+        &[],
+        &[("FSHMEM_DEVSIM_COMPUTE", "0")],
+        JOB_TIMEOUT,
+    );
+    compute::no_core_refused(&j);
 }

@@ -8,12 +8,17 @@
 //! (`FSHMEM_DEVSIM_IMPAIR`), and a board that stops answering (SIGSTOP) or
 //! dies (SIGKILL) is reported naming its PE, ending the job non-zero. A
 //! burst of a million 8-byte puts meets back-pressure, never an error.
-//! (The unit-level
+//! A request the compute core can neither run nor answer, sent below
+//! shmem (`conduits/examples/compute_reject.rs`), is reported by the
+//! board (`ERR_STATUS.COMPUTE`) and ends the job naming the sender and the
+//! handler. (The unit-level
 //! devsim tests — descriptor edge cases, back-pressure, identity checks,
 //! health-check faults, the compute core — are in `conduits`.)
 
 #[path = "support/board_failure.rs"]
 mod board_failure;
+#[path = "support/compute.rs"]
+mod compute;
 
 use board_failure::board_fails;
 use fshmem_tests::{
@@ -160,5 +165,13 @@ fn shmem_global_exit_0_ends_the_job_with_0() {
         assert_eq!(j.out.code(), Some(status), "{j:?}");
         assert!(!j.out.stderr.contains("without calling"), "{j:?}");
         assert!(!j.out.stdout.contains("wait_until returned"), "{j:?}");
+    }
+}
+
+#[test]
+fn a_compute_request_the_board_cannot_run_ends_the_job_naming_sender_and_handler() {
+    for (n, case) in [(2, "handler"), (2, "args"), (3, "reply")] {
+        let j = fpga_job(n, &example("compute_reject"), &[case], JOB_TIMEOUT);
+        compute::reject_failed(&j, case);
     }
 }

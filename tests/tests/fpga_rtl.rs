@@ -10,7 +10,13 @@
 //! numbers, NACKs, retransmission) must repair. Every job must exit 0
 //! with its checkable result and leave no board files behind. And at 3
 //! boards, a board that stops answering or dies mid-run ends the job
-//! naming its PE.
+//! naming its PE. At 2 boards, misuse of the compute kernel's handlers
+//! ends the job naming the PE and the handler: a C program naming handler
+//! 224 is refused at the call, a request the kernel can neither run nor
+//! answer (sent below shmem) is reported by the core
+//! (`ERR_STATUS.COMPUTE`, through the kernel port's error input), and
+//! `shmem::compute` on cores built without a kernel
+//! (`FSHMEM_DEVSIM_COMPUTE=0`) fails naming the PE.
 //!
 //! The boards are `devsim-rtl` (`cargo build --release -p devsim --features
 //! rtl`, which `scripts/test.sh` runs), named by `FSHMEM_DEVSIM`.
@@ -31,6 +37,8 @@
 mod board_failure;
 #[path = "support/capi.rs"]
 mod capi;
+#[path = "support/compute.rs"]
+mod compute;
 
 use fshmem_tests::{
     Job, RunOutput, bin, example, oshrun_cmd, profile_dir, run, shm_files, unique_job_id,
@@ -188,4 +196,17 @@ fn a_board_that_stops_answering_or_dies_ends_the_job_naming_its_pe() {
     ] {
         board_failure::board_fails(3, &stress, &env, sig, expect);
     }
+}
+
+/// Misuse of the compute kernel's handlers at 2 RTL boards (see the
+/// module notes).
+#[test]
+fn compute_handler_misuse_on_2_rtl_boards_ends_the_job_naming_pe_and_handler() {
+    let exe = capi::compile("am_compute_index", &[]);
+    compute::index_refused(&rtl_job(2, &exe, &["short"], &[]));
+    for case in ["handler", "args"] {
+        compute::reject_failed(&rtl_job(2, &example("compute_reject"), &[case], &[]), case);
+    }
+    let none = [("FSHMEM_DEVSIM_COMPUTE", "0")];
+    compute::no_core_refused(&rtl_job(2, &bin("matmul_fpga"), &[], &none));
 }

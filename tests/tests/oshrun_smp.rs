@@ -283,6 +283,7 @@ fn shmem_info_lists_every_layers_variables() {
         "FSHMEM_IPV6_IMPAIR",
         "FSHMEM_FPGA_WINDOW",
         "FSHMEM_DEVSIM_IMPAIR",
+        "FSHMEM_DEVSIM_COMPUTE",
         "FSHMEM_OFI_PROVIDER",
         "FSHMEM_RANK",
         "FSHMEM_CONDUIT",

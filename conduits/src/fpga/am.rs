@@ -159,12 +159,12 @@ impl FpgaConduit {
                 .get(e.handler)
                 .cloned();
             let Some(f) = f else {
-                crate::report!(
-                    "fshmem: PE {}: active message from PE {} names handler {} with no handler registered",
-                    self.rank,
-                    e.src,
-                    e.handler
-                );
+                // An error of the program, as on the other conduits: the
+                // next poll reports it (the first one, if several).
+                self.unhandled
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(AmError::NoHandler(e.handler));
                 continue;
             };
             let msg = AmMessage {

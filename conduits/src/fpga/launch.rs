@@ -4,10 +4,11 @@
 //! `oshrun --conduit fpga -n N` calls [`Boards::start`], which runs one
 //! *keeper* process (`devsim launch --job J --nodes N --dir PREFIX`) with
 //! the board settings as flags ([`board_flags`]: `--window`,
-//! `--peer-timeout`, `--impair`, `--fault`, `--core`, `--mem-latency`, from
-//! the `FSHMEM_FPGA_WINDOW`, `FSHMEM_PEER_TIMEOUT`, `FSHMEM_DEVSIM_IMPAIR`,
-//! `FSHMEM_DEVSIM_FAULT`, `FSHMEM_DEVSIM_CORE` and
-//! `FSHMEM_DEVSIM_MEM_LATENCY` settings: devsim reads no environment). The
+//! `--peer-timeout`, `--impair`, `--fault`, `--core`, `--mem-latency`,
+//! `--compute`, from the `FSHMEM_FPGA_WINDOW`, `FSHMEM_PEER_TIMEOUT`,
+//! `FSHMEM_DEVSIM_IMPAIR`, `FSHMEM_DEVSIM_FAULT`, `FSHMEM_DEVSIM_CORE`,
+//! `FSHMEM_DEVSIM_MEM_LATENCY` and `FSHMEM_DEVSIM_COMPUTE` settings: devsim
+//! reads no environment). The
 //! keeper starts N boards, board `n` in `/dev/shm/fshmem-<job>-board<n>/`
 //! ([`board_dir`]), and reports their directories on its stdout once they
 //! are ready. PE `n` then runs with `FSHMEM_FPGA_DEVICE` naming board
@@ -107,6 +108,8 @@ pub fn board_flags(settings: &Settings) -> Vec<String> {
         settings.devsim_core.clone(),
         "--mem-latency".to_string(),
         settings.devsim_mem_latency.to_string(),
+        "--compute".to_string(),
+        settings.devsim_compute.show_value(),
     ];
     if let Some(f) = settings.devsim_impair {
         v.push("--impair".to_string());

@@ -133,9 +133,11 @@ impl FpgaConduit {
     }
 
     /// The checks that need only this PE's board: the exit word,
-    /// `ERR_STATUS.PEER_TIMEOUT`, and the board's own heartbeat.
+    /// `ERR_STATUS.PEER_TIMEOUT` and `ERR_STATUS.COMPUTE`, and the board's
+    /// own heartbeat.
     pub(super) fn board_checks(&self) -> Result<()> {
         self.check_exit_word();
+        self.compute_check()?;
         let bar0 = &self.board.bar0;
         if bar0.read32(regs::ERR_STATUS) & err::PEER_TIMEOUT != 0 {
             let node = bar0.read32(regs::ERR_INFO) as usize;
@@ -174,6 +176,21 @@ impl FpgaConduit {
             });
         }
         Ok(())
+    }
+
+    /// `ERR_STATUS.COMPUTE` (interface 1.2, `spec/registers.md` §4.4.1):
+    /// the board's compute core dropped a request it could neither run
+    /// nor answer. The request's sender made the mistake, but only this
+    /// PE's board saw it: this PE reports it, naming the sender and the
+    /// handler (`ERR_INFO`). The bit stays set, so every later check
+    /// reports it again.
+    pub(super) fn compute_check(&self) -> Result<()> {
+        let bar0 = &self.board.bar0;
+        if bar0.read32(regs::ERR_STATUS) & err::COMPUTE == 0 {
+            return Ok(());
+        }
+        let r = gasnet_core::compute::Rejected::from_info(bar0.read32(regs::ERR_INFO));
+        Err(ConduitError::Am(AmError::ComputeRejected(r)))
     }
 
     /// Exits this process with the job's status if a PE called

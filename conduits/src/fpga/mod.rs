@@ -74,7 +74,12 @@
 //! Requests and replies are AM descriptors (Medium/Long payloads staged);
 //! incoming messages for host handlers arrive in the receive queue and are
 //! dispatched from [`ActiveMessages::poll`] through the [`HandlerTable`]; a
-//! handler's reply is an AM reply descriptor.
+//! handler's reply is an AM reply descriptor. On a board with a compute
+//! core (`CAPS.COMPUTE`) requests to handlers
+//! `gasnet_core::handlers::FIRST_COMPUTE..=255` run on the board, never on
+//! a host handler: [`ActiveMessages::register_handler`] refuses those
+//! indices there, and a request the core drops is reported
+//! (`ERR_STATUS.COMPUTE`, below).
 //!
 //! # Bootstrap
 //!
@@ -101,6 +106,9 @@
 //!   [`crate::wait::exit_job`]);
 //! - `ERR_STATUS.PEER_TIMEOUT` of this PE's board: a link peer that stopped
 //!   answering for the peer timeout, named by `ERR_INFO`;
+//! - `ERR_STATUS.COMPUTE` of this PE's board: its compute core dropped a
+//!   request it could neither run nor answer (the sender and the handler
+//!   in `ERR_INFO`; checked at finalize too);
 //! - this PE's board: its `UPTIME` register stood still for the peer timeout
 //!   (the board stopped), or `MAGIC` no longer reads right (it is gone);
 //! - a peer PE on this host whose process ended: the conduit reads the
@@ -110,7 +118,8 @@
 //!   that failed first, which this PE records in its own state word before
 //!   it leaves.
 //!
-//! Each fails the call with [`ConduitError::PeerFailed`] naming the PE.
+//! Each fails the call with [`ConduitError::PeerFailed`] naming the PE
+//! (a dropped compute request with [`AmError::ComputeRejected`]).
 //! Waits that make no progress for `FSHMEM_WAIT_TIMEOUT` fail with
 //! [`ConduitError::Timeout`] naming what they await.
 
@@ -249,6 +258,9 @@ pub struct FpgaConduit {
     handlers: RwLock<HandlerTable>,
     rx: Mutex<VecDeque<RxMsg>>,
     dispatching: AtomicBool,
+    /// The first message that named a handler this PE has not registered,
+    /// not yet reported by [`ActiveMessages::poll`].
+    unhandled: Mutex<Option<AmError>>,
     barrier_epoch: AtomicU64,
     exchange_generation: AtomicU64,
     finalized: AtomicBool,
@@ -406,6 +418,7 @@ impl FpgaConduit {
             handlers: RwLock::new(HandlerTable::new()),
             rx: Mutex::new(VecDeque::new()),
             dispatching: AtomicBool::new(false),
+            unhandled: Mutex::new(None),
             barrier_epoch: AtomicU64::new(0),
             exchange_generation: AtomicU64::new(0),
             finalized: AtomicBool::new(false),
@@ -643,7 +656,12 @@ impl ActiveMessages for FpgaConduit {
         )
     }
 
+    /// A board with a compute core runs the requests to handlers
+    /// `FIRST_COMPUTE..=255` itself: a host handler there is refused.
     fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        if index >= gasnet_core::handlers::FIRST_COMPUTE && self.compute_cores() {
+            return Err(AmError::ComputeIndex(index).into());
+        }
         self.handlers
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -666,6 +684,14 @@ impl ActiveMessages for FpgaConduit {
         }
         self.drain_rq();
         self.dispatch();
+        if let Some(e) = self
+            .unhandled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            return Err(e.into());
+        }
         // Liveness (and a global exit), rate-limited: a few system calls
         // every 10 ms at most.
         if self
@@ -776,6 +802,20 @@ impl Lifecycle for FpgaConduit {
         }
         self.quiet(CtxId::DEFAULT)?;
         self.barrier()?;
+        // A compute request a peer sent this PE before its barrier signal
+        // to this PE has reached the board by now (packets between two
+        // boards keep their order), and the board judged it before it went
+        // on to the signal (`spec/registers.md` §4.4.1): if it dropped one,
+        // say so now rather than leave. (A request from a peer whose signal
+        // came by way of other PEs could in principle still be on its way;
+        // the board reports such a one on its own stderr too.)
+        self.compute_check()?;
+        // Likewise a user request a peer sent before its barrier signal is
+        // in this PE's receive queue by now, though the barrier's last look
+        // at the queue may have come before it arrived: serve what is
+        // there, so that a message to a handler nobody registered is
+        // reported here rather than left unread.
+        self.poll()?;
         // From now on this PE's exit is not a failure for the others.
         // SAFETY: the state word is an aligned word of this PE's segment,
         // written only by this PE.

@@ -44,6 +44,31 @@ impl TestBoards {
         impair: Option<Impair>,
         longest_doze: Duration,
     ) -> TestBoards {
+        Self::start_boards(name, n, fault, peer_timeout, impair, longest_doze, true)
+    }
+
+    /// As `start`, the boards with their compute core or without.
+    pub fn start_compute(name: &str, n: usize, compute: bool) -> TestBoards {
+        Self::start_boards(
+            name,
+            n,
+            Fault::None,
+            Duration::from_secs(10),
+            None,
+            devsim::core::DOZE_MAX,
+            compute,
+        )
+    }
+
+    fn start_boards(
+        name: &str,
+        n: usize,
+        fault: Fault,
+        peer_timeout: Duration,
+        impair: Option<Impair>,
+        longest_doze: Duration,
+        compute: bool,
+    ) -> TestBoards {
         let root = std::env::temp_dir().join(format!("fshmem-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let mut links: Vec<ReliableLink> = (0..n)
@@ -63,7 +88,7 @@ impl TestBoards {
                 n as u16,
                 64 << 20,
                 Box::new(link),
-                Box::new(GemmCore::new()),
+                compute.then(|| Box::new(GemmCore::new()) as Box<dyn devsim::compute::ComputeCore>),
                 fault,
             )
             .unwrap();
@@ -436,6 +461,120 @@ fn gemm_compute_core_with_art_streams_results_to_a_peer() {
         }
         c.barrier().unwrap();
     });
+}
+
+/// Polls `c` until a call fails (at most 20 s); returns the error.
+fn poll_until_error(c: &FpgaConduit) -> ConduitError {
+    let start = Instant::now();
+    loop {
+        if let Err(e) = c.poll() {
+            return e;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "PE {} saw no error in 20 s",
+            c.rank()
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_compute_request_the_core_cannot_run_is_reported_naming_sender_and_handler() {
+    use gasnet_core::compute::{GEMM_RUN, Reject, Rejected};
+    let good = [0, 4096, 8192, 2, 2, 2, 0, u32::MAX, 0, 64, 1];
+    let mut system_reply = good;
+    system_reply[9] = gasnet_core::handlers::ACK as u32;
+    let cases: [(u8, &[u32], Reject); 3] = [
+        (GEMM_RUN + 1, &[1, 2], Reject::NoSuchHandler),
+        (GEMM_RUN, &[7], Reject::Arguments),
+        (GEMM_RUN, &system_reply, Reject::ReplyHandler),
+    ];
+    for (i, (handler, args, reason)) in cases.into_iter().enumerate() {
+        let b = TestBoards::start(&format!("reject{i}"), 2, Fault::None);
+        let c1 = open(&b, 1, 1 << 20);
+        let c0 = open(&b, 0, 1 << 20);
+        c0.am_request(1, Category::Short, handler, args, &[], 0)
+            .unwrap();
+        let want = Rejected {
+            src: 0,
+            handler,
+            nargs: args.len() as u8,
+            reason,
+        };
+        match poll_until_error(&c1) {
+            ConduitError::Am(AmError::ComputeRejected(r)) if r == want => {
+                let line = ConduitError::Am(AmError::ComputeRejected(r)).to_string();
+                assert!(
+                    line.contains("request from PE 0")
+                        && line.contains(&format!("handler {handler}"))
+                        && line.contains("ERR_STATUS.COMPUTE"),
+                    "{line}"
+                );
+            }
+            other => panic!("case {i}: expected {want:?}, got {other:?}"),
+        }
+        // The sender's board saw nothing wrong.
+        assert_eq!(
+            c0.board().bar0.read32(regs::ERR_STATUS) & err::COMPUTE,
+            0,
+            "case {i}"
+        );
+    }
+}
+
+#[test]
+fn compute_handler_indices_are_the_boards_unless_it_has_no_compute_core() {
+    let noop = || -> HandlerFn { Arc::new(|_t, _m| {}) };
+    let h224 = gasnet_core::handlers::FIRST_COMPUTE;
+    // With a compute core: a host handler at 224..=255 is refused.
+    let b = TestBoards::start_compute("idx-compute", 1, true);
+    let c = open(&b, 0, 1 << 20);
+    assert!(c.compute_cores());
+    for i in [h224, 255] {
+        match c.register_handler(i, noop()) {
+            Err(ConduitError::Am(AmError::ComputeIndex(x))) if x == i => {}
+            other => panic!("register_handler({i}): {other:?}"),
+        }
+    }
+    c.register_handler(h224 - 1, noop()).unwrap();
+    drop(c);
+    drop(b);
+    // Without one (CAPS.COMPUTE 0): 224 is a host handler like any other,
+    // and a request to it reaches it.
+    let b = TestBoards::start_compute("idx-plain", 1, false);
+    let c = open(&b, 0, 1 << 20);
+    assert!(!c.compute_cores());
+    let got = Arc::new(AtomicU64::new(0));
+    let g = got.clone();
+    c.register_handler(
+        h224,
+        Arc::new(move |_t, m| g.store(1 + m.args[0] as u64, Ordering::Release)),
+    )
+    .unwrap();
+    c.am_request(0, Category::Short, h224, &[41], &[], 0)
+        .unwrap();
+    let start = Instant::now();
+    while got.load(Ordering::Acquire) == 0 {
+        c.poll().unwrap();
+        assert!(start.elapsed() < Duration::from_secs(20), "no delivery");
+        std::thread::yield_now();
+    }
+    assert_eq!(got.load(Ordering::Acquire), 42);
+    assert_eq!(c.board().bar0.read32(regs::ERR_STATUS), 0);
+}
+
+#[test]
+fn a_message_to_an_unregistered_handler_fails_the_next_poll() {
+    let b = TestBoards::start("unregistered", 1, Fault::None);
+    let c = open(&b, 0, 1 << 20);
+    c.am_request(0, Category::Short, 100, &[1], &[], 0).unwrap();
+    match poll_until_error(&c) {
+        ConduitError::Am(AmError::NoHandler(100)) => {}
+        other => panic!("expected no handler at 100: {other:?}"),
+    }
+    // Reported once; the conduit goes on.
+    c.poll().unwrap();
 }
 
 #[test]

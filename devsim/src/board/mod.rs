@@ -65,7 +65,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// `CAPS` of a devsim board: a compute core and two ports, no host DMA.
+/// `CAPS` of a devsim board: a compute core and two ports, no host DMA
+/// (without its compute core, [`DEVSIM_CAPS`] less `COMPUTE`).
 pub const DEVSIM_CAPS: u32 = caps::COMPUTE | (cmd::LINK_PORTS as u32) << caps::PORTS_SHIFT;
 /// `BUILD_ID` of devsim.
 pub const DEVSIM_BUILD_ID: u32 = 0xD5_0001;
@@ -150,7 +151,8 @@ pub struct BoardModel {
     strap_node: u16,
     strap_nodes: u16,
     link: Box<dyn Link>,
-    compute: Box<dyn ComputeCore>,
+    /// The compute core on handlers 224..=255 (`CAPS.COMPUTE`), if any.
+    compute: Option<Box<dyn ComputeCore>>,
     engine: Option<Engine<Window>>,
     cfg: Option<Cfg>,
     fault: Fault,
@@ -223,14 +225,16 @@ impl BoardModel {
     /// Creates the board's files in `dir` (made if missing): `bar0`, a
     /// sparse `bar2` of `window` bytes (rounded up to a power of two), with
     /// the registers at their reset values, and the doze word and wake
-    /// socket (`spec/registers.md` §13).
+    /// socket (`spec/registers.md` §13). With a `compute` core, requests to
+    /// handlers 224..=255 run on it (`CAPS.COMPUTE`); without one they reach
+    /// the host like any other handler's.
     pub fn create(
         dir: &Path,
         node: u16,
         nodes: u16,
         window: u64,
         link: Box<dyn Link>,
-        compute: Box<dyn ComputeCore>,
+        compute: Option<Box<dyn ComputeCore>>,
         fault: Fault,
     ) -> std::io::Result<BoardModel> {
         std::fs::create_dir_all(dir)?;
@@ -351,7 +355,12 @@ impl BoardModel {
         punch(&self.bar2, &self.dir.join(cmd::BOARD_FILE_BAR2));
         self.w(regs::MAGIC, cmd::MAGIC);
         self.w(regs::VERSION, cmd::VERSION);
-        self.w(regs::CAPS, DEVSIM_CAPS);
+        let caps = if self.compute.is_some() {
+            DEVSIM_CAPS
+        } else {
+            DEVSIM_CAPS & !caps::COMPUTE
+        };
+        self.w(regs::CAPS, caps);
         self.w(regs::BUILD_ID, DEVSIM_BUILD_ID);
         self.w(regs::NODE_ID, self.strap_node as u32);
         self.w(regs::NODE_COUNT, self.strap_nodes as u32);

@@ -30,7 +30,7 @@ impl BoardModel {
             self.set_err(err::BAD_PACKET, 0);
             return;
         }
-        if p.handler >= FIRST_COMPUTE && direction == Direction::Request {
+        if p.handler >= FIRST_COMPUTE && direction == Direction::Request && self.compute.is_some() {
             let Some(mem) = self.seg() else { return };
             let cfg = self.cfg.unwrap_or(Cfg {
                 node: 0,
@@ -45,7 +45,9 @@ impl BoardModel {
                 nodes: cfg.nodes as usize,
                 actions: &mut self.actions,
             };
-            self.compute.request(&mut ctx, p.src, p.handler, &p.args);
+            if let Some(core) = self.compute.as_mut() {
+                core.request(&mut ctx, p.src, p.handler, &p.args);
+            }
             self.apply_actions();
             return;
         }
@@ -227,7 +229,9 @@ impl BoardModel {
                         nodes: cfg.nodes as usize,
                         actions: &mut self.actions,
                     };
-                    self.compute.put_done(&mut ctx, id, c.status.is_ok());
+                    if let Some(core) = self.compute.as_mut() {
+                        core.put_done(&mut ctx, id, c.status.is_ok());
+                    }
                 }
                 self.apply_actions();
                 continue;
@@ -244,7 +248,7 @@ impl BoardModel {
     }
 
     pub(super) fn run_compute(&mut self) -> bool {
-        if !self.compute.busy() {
+        if !self.compute.as_ref().is_some_and(|c| c.busy()) {
             return false;
         }
         let Some(mem) = self.seg() else { return false };
@@ -255,7 +259,7 @@ impl BoardModel {
             nodes: cfg.nodes as usize,
             actions: &mut self.actions,
         };
-        let did = self.compute.step(&mut ctx);
+        let did = self.compute.as_mut().is_some_and(|c| c.step(&mut ctx));
         self.apply_actions();
         did
     }
@@ -305,7 +309,9 @@ impl BoardModel {
                             nodes: self.cfg.map(|c| c.nodes as usize).unwrap_or(1),
                             actions: &mut self.actions,
                         };
-                        self.compute.put_done(&mut ctx, id, false);
+                        if let Some(core) = self.compute.as_mut() {
+                            core.put_done(&mut ctx, id, false);
+                        }
                     }
                 }
                 Action::Reply { dst, handler, args } => {
@@ -318,6 +324,13 @@ impl BoardModel {
                         Vec::new(),
                         0,
                     );
+                }
+                Action::Reject(r) => {
+                    crate::report(&format!(
+                        "devsim board {}: the compute core dropped {r} (ERR_STATUS.COMPUTE)",
+                        self.strap_node
+                    ));
+                    self.set_err(err::COMPUTE, r.info());
                 }
             }
         }

@@ -47,8 +47,8 @@ pub const MAGIC: u32 = u32::from_le_bytes(*b"FSHM");
 /// Interface major version: a host refuses a board whose major differs.
 pub const VERSION_MAJOR: u16 = 1;
 /// Interface minor version: additions that a host of a lower minor may ignore
-/// (1.1 added `UPTIME`).
-pub const VERSION_MINOR: u16 = 1;
+/// (1.1 added `UPTIME`; 1.2 added [`err::COMPUTE`]).
+pub const VERSION_MINOR: u16 = 2;
 /// Value of the [`regs::VERSION`] register: major in bits 31:16, minor in 15:0.
 pub const VERSION: u32 = ((VERSION_MAJOR as u32) << 16) | VERSION_MINOR as u32;
 
@@ -301,6 +301,10 @@ pub mod err {
     pub const DMA: u32 = 1 << 7;
     /// A malformed packet arrived on a link and was dropped.
     pub const BAD_PACKET: u32 = 1 << 8;
+    /// (1.2) The compute core dropped a request to one of its handlers that
+    /// it could not run and could not answer; `ERR_INFO` says which
+    /// ([`crate::compute::Rejected`]).
+    pub const COMPUTE: u32 = 1 << 9;
     /// An internal consistency check failed; reset the board.
     pub const INTERNAL: u32 = 1 << 31;
 }
@@ -342,7 +346,7 @@ mod tests {
     fn magic_reads_as_fshm() {
         assert_eq!(MAGIC.to_le_bytes(), *b"FSHM");
         assert_eq!(MAGIC, 0x4D48_5346);
-        assert_eq!(VERSION, 0x0001_0001);
+        assert_eq!(VERSION, 0x0001_0002);
     }
 
     #[test]

@@ -19,16 +19,41 @@ struct CFn {
     user: usize,
 }
 
+/// The handler number `h` a C program names in a request or reply: one
+/// `shmemx_am_register` can have returned (64..=223). The numbers above,
+/// 224..=255, are never handed out: on the fpga conduit they are the
+/// handlers of the boards' compute cores, which run on the board (a
+/// request to them would never reach a host handler, and one the core
+/// cannot parse would be dropped by the board), so they are refused here
+/// on every conduit, at the caller, naming the call and the number.
 fn handler(rt: &Runtime, call: &'static str, h: c_int) -> Result<AmHandler> {
-    u8::try_from(h)
-        .ok()
-        .filter(|&i| i >= gasnet_core::handlers::FIRST_USER)
-        .map(am::handler_from_index)
-        .ok_or_else(|| ShmemError::Invalid {
-            pe: rt.my_pe(),
-            call,
-            reason: format!("handler {h} was not returned by shmemx_am_register"),
-        })
+    use conduits::ActiveMessages;
+    use gasnet_core::handlers::{FIRST_COMPUTE, FIRST_USER};
+    let reason = match u8::try_from(h) {
+        Ok(i) if (FIRST_USER..FIRST_COMPUTE).contains(&i) => {
+            return Ok(am::handler_from_index(i));
+        }
+        Ok(i) if i >= FIRST_COMPUTE && rt.conduit.compute_cores() => format!(
+            "handler {h} is one of the board's compute handlers ({FIRST_COMPUTE}..=255, run \
+             by the compute core of PE {}'s board, CAPS.COMPUTE), not a handler \
+             shmemx_am_register returned ({FIRST_USER}..={}); the compute core is used \
+             through shmem::compute (Rust; there is no C compute call)",
+            rt.my_pe(),
+            FIRST_COMPUTE - 1
+        ),
+        Ok(i) if i >= FIRST_COMPUTE => format!(
+            "handler {h} was not returned by shmemx_am_register (it returns \
+             {FIRST_USER}..={}; {FIRST_COMPUTE}..=255 are reserved for the compute cores \
+             of fpga boards)",
+            FIRST_COMPUTE - 1
+        ),
+        _ => format!("handler {h} was not returned by shmemx_am_register"),
+    };
+    Err(ShmemError::Invalid {
+        pe: rt.my_pe(),
+        call,
+        reason,
+    })
 }
 
 /// `nargs` arguments at `args` as a slice (empty when `nargs` is 0).
