@@ -620,6 +620,8 @@ fn svg(rows: &[Row], title: &str, path: &std::path::Path) -> Result<(), String> 
         .configure_mesh()
         .x_desc("message size (bytes, log2 scale)")
         .y_desc("bandwidth (MB/s, 10^6 B/s)")
+        .x_labels(32)
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .x_label_formatter(&|&x| {
             human_size(x)
                 .replace(" KiB", "K")
