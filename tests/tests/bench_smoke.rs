@@ -121,23 +121,31 @@ fn tiny_run_writes_table_csv_and_svg() {
     }
     assert!(out.stdout.contains("8 B") && out.stdout.contains("64 KiB"));
 
-    // SVG: a whole document with both curves (one point per size), the
-    // legend and labeled axes.
+    // SVG (plotters): a whole document with both curves (one point per
+    // size, each marked), the legend and labeled axes.
     let s = std::fs::read_to_string(&svg).expect("SVG written");
-    assert!(
-        s.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
-        "{s}"
-    );
+    assert!(s.starts_with("<svg ") && s.contains("xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(s.trim_end().ends_with("</svg>"));
-    assert_eq!(s.matches("<polyline").count(), 2, "{s}");
-    assert_eq!(s.matches("<circle").count(), 2 * sizes().len());
-    for text in [">put<", ">get<", "message size", "MB/s", ">8<", ">64K<"] {
-        assert!(s.contains(text), "no {text:?} in the SVG");
-    }
-    for line in s.lines().filter(|l| l.starts_with("<polyline")) {
-        let points = line.split('"').nth(1).expect("points attribute");
-        assert_eq!(points.split(' ').count(), sizes().len(), "{line}");
-        for p in points.split(' ') {
+    let attr = |el: &str, name: &str| -> Option<String> {
+        let at = el.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(el[at..].split('"').next()?.to_string())
+    };
+    // Thick polylines: the two curves (a point per size) and the two legend
+    // strokes (two points), a colour each for put and get.
+    let thick: Vec<&str> = s
+        .lines()
+        .filter(|l| l.starts_with("<polyline") && l.contains("stroke-width=\"2\""))
+        .collect();
+    let curves: Vec<&&str> = thick
+        .iter()
+        .filter(|l| attr(l, "points").is_some_and(|p| p.split_whitespace().count() > 2))
+        .collect();
+    assert_eq!((thick.len(), curves.len()), (4, 2), "{s}");
+    assert_ne!(attr(curves[0], "stroke"), attr(curves[1], "stroke"), "{s}");
+    for line in &curves {
+        let points = attr(line, "points").expect("points attribute");
+        assert_eq!(points.split_whitespace().count(), sizes().len(), "{line}");
+        for p in points.split_whitespace() {
             let (x, y) = p.split_once(',').expect("x,y");
             let (x, y): (f64, f64) = (x.parse().unwrap(), y.parse().unwrap());
             assert!(
@@ -145,6 +153,24 @@ fn tiny_run_writes_table_csv_and_svg() {
                 "{p}"
             );
         }
+    }
+    assert_eq!(s.matches("<circle").count(), 2 * sizes().len());
+    let texts: Vec<&str> = s
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split("</text>").next()?.trim()))
+        .collect();
+    for text in ["put", "get", "8", "64K"] {
+        assert!(
+            texts.contains(&text),
+            "no text {text:?} in the SVG: {texts:?}"
+        );
+    }
+    for text in ["message size", "MB/s"] {
+        assert!(
+            texts.iter().any(|t| t.contains(text)),
+            "no {text:?} in the SVG"
+        );
     }
 }
 
@@ -183,8 +209,12 @@ fn bad_arguments_are_usage_errors() {
         &["--csv"],
     ] {
         let out = run(Command::new(bin("osu")).args(args), Duration::from_secs(30));
+        // clap's usage error: status 2, naming the argument and its value.
         assert_eq!(out.code(), Some(2), "{args:?}: {out:?}");
-        assert!(out.stderr.contains("usage:"), "{args:?}: {out:?}");
+        assert!(out.stderr.starts_with("error:"), "{args:?}: {out:?}");
+        for word in args {
+            assert!(out.stderr.contains(word), "{args:?}: {out:?}");
+        }
     }
 }
 

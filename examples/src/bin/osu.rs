@@ -55,17 +55,6 @@ pub const SCALE_FROM: usize = 64 << 10;
 /// The smallest message size.
 pub const MIN_SIZE: usize = 8;
 
-const USAGE: &str = "usage: oshrun -n 2 osu [--iters N] [--max-size SIZE] [--csv FILE] [--svg FILE]
-                     [--only TESTS] [--peer PE]
-  --iters N        iterations per size for small sizes (default 20000); larger
-                   sizes scale down so that each moves about as many bytes
-  --max-size SIZE  largest message, a power of two >= 8: 4194304, 4M, 64K (default 4M)
-  --csv FILE       also write the results as CSV: test,size_bytes,value,unit
-  --svg FILE       also write a plot of put/get bandwidth against size
-  --only TESTS     comma-separated subset of: put,get,put_bw,get_bw,bw,pingpong,
-                   atomic,rate,barrier (default: all)
-  --peer PE        the PE that PE 0 measures against (default 1)";
-
 /// One group of measurements that `--only` selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Test {
@@ -90,31 +79,76 @@ impl Test {
         Test::Rate,
         Test::Barrier,
     ];
+}
 
-    fn parse(s: &str) -> Option<&'static [Test]> {
-        Some(match s {
-            "put" => &[Test::Put],
-            "get" => &[Test::Get],
-            "put_bw" => &[Test::PutBw],
-            "get_bw" => &[Test::GetBw],
-            "bw" => &[Test::PutBw, Test::GetBw],
-            "pingpong" => &[Test::PingPong],
-            "atomic" => &[Test::Atomic],
-            "rate" => &[Test::Rate],
-            "barrier" => &[Test::Barrier],
-            _ => return None,
-        })
+/// A name `--only` takes: one test, or `bw` for both bandwidth tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Only {
+    Put,
+    Get,
+    #[value(name = "put_bw")]
+    PutBw,
+    #[value(name = "get_bw")]
+    GetBw,
+    Bw,
+    Pingpong,
+    Atomic,
+    Rate,
+    Barrier,
+}
+
+impl Only {
+    fn tests(self) -> &'static [Test] {
+        match self {
+            Only::Put => &[Test::Put],
+            Only::Get => &[Test::Get],
+            Only::PutBw => &[Test::PutBw],
+            Only::GetBw => &[Test::GetBw],
+            Only::Bw => &[Test::PutBw, Test::GetBw],
+            Only::Pingpong => &[Test::PingPong],
+            Only::Atomic => &[Test::Atomic],
+            Only::Rate => &[Test::Rate],
+            Only::Barrier => &[Test::Barrier],
+        }
     }
 }
 
-#[derive(Debug)]
+/// The command line (run under oshrun: `oshrun -n 2 osu [OPTIONS]`).
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "osu",
+    about = "OSU-style micro-benchmark of fshmem between PE 0 and a peer (run under oshrun -n 2 or more)"
+)]
 struct Opts {
+    /// Iterations per size for small sizes; sizes above 64 KiB scale down
+    /// so that each moves about as many bytes.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
     iters: u64,
+    /// The largest message, a power of two >= 8: 4194304, 4M, 64K.
+    #[arg(long, default_value = "4M", value_parser = parse_max_size)]
     max_size: usize,
+    /// Also write the results as CSV: test,size_bytes,value,unit.
+    #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
+    /// Also write a plot of put and get bandwidth against size (SVG).
+    #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
-    tests: Vec<Test>,
+    /// A comma-separated subset of the tests (default: all).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "TESTS")]
+    only: Vec<Only>,
+    /// The PE that PE 0 measures against.
+    #[arg(long, default_value_t = 1, value_parser = parse_peer)]
     peer: usize,
+}
+
+impl Opts {
+    /// The tests to run, in the table's order.
+    fn tests(&self) -> Vec<Test> {
+        Test::ALL
+            .into_iter()
+            .filter(|t| self.only.is_empty() || self.only.iter().any(|o| o.tests().contains(t)))
+            .collect()
+    }
 }
 
 /// Parses `4194304`, `4M`, `4MiB`, `64K`, `64k`, `1G`.
@@ -133,77 +167,17 @@ fn parse_size(s: &str) -> Option<usize> {
     num.parse::<usize>().ok()?.checked_mul(1usize << shift)
 }
 
-fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
-    let mut o = Opts {
-        iters: 20_000,
-        max_size: 4 << 20,
-        csv: None,
-        svg: None,
-        tests: Test::ALL.to_vec(),
-        peer: 1,
-    };
-    let mut it = args.into_iter();
-    while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
-        };
-        if flag == "-h" || flag == "--help" {
-            return Err(String::new());
-        }
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag.as_str() {
-            "--iters" => {
-                let v = value()?;
-                o.iters = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| format!("--iters {v}: expected a whole number >= 1"))?;
-            }
-            "--max-size" => {
-                let v = value()?;
-                o.max_size = parse_size(&v)
-                    .filter(|s| s.is_power_of_two() && *s >= MIN_SIZE)
-                    .ok_or_else(|| {
-                        format!("--max-size {v}: expected a power of two >= 8 (e.g. 4M)")
-                    })?;
-            }
-            "--peer" => {
-                let v = value()?;
-                o.peer = v
-                    .parse()
-                    .ok()
-                    .filter(|&p| p >= 1)
-                    .ok_or_else(|| format!("--peer {v}: expected a PE number >= 1"))?;
-            }
-            "--csv" => o.csv = Some(value()?.into()),
-            "--svg" => o.svg = Some(value()?.into()),
-            "--only" => {
-                let v = value()?;
-                let mut tests = Vec::new();
-                for name in v.split(',').filter(|s| !s.is_empty()) {
-                    let t = Test::parse(name)
-                        .ok_or_else(|| format!("--only: unknown test {name:?}"))?;
-                    tests.extend_from_slice(t);
-                }
-                if tests.is_empty() {
-                    return Err("--only: no test named".to_string());
-                }
-                o.tests = Test::ALL
-                    .into_iter()
-                    .filter(|t| tests.contains(t))
-                    .collect();
-            }
-            _ => return Err(format!("unknown argument {a:?}")),
-        }
-    }
-    Ok(o)
+fn parse_max_size(s: &str) -> Result<usize, String> {
+    parse_size(s)
+        .filter(|n| n.is_power_of_two() && *n >= MIN_SIZE)
+        .ok_or_else(|| "expected a power of two >= 8 (e.g. 4M)".to_string())
+}
+
+fn parse_peer(s: &str) -> Result<usize, String> {
+    s.parse()
+        .ok()
+        .filter(|&p| p >= 1)
+        .ok_or_else(|| "expected a PE number >= 1".to_string())
 }
 
 /// One result row.
@@ -616,160 +590,70 @@ fn csv(rows: &[Row]) -> String {
     s
 }
 
-/// The step of a five-step axis that reaches at least `v`: 1, 2, 2.5 or 5
-/// times a power of ten.
-fn nice_step(v: f64) -> f64 {
-    let raw = v / 5.0;
-    if raw <= 0.0 || !raw.is_finite() {
-        return 1.0;
-    }
-    let p = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * p)
-        .find(|&step| step >= raw)
-        .unwrap_or(10.0 * p)
-}
-
-/// The bandwidth plot: MB/s against message size on a log2 axis, one
-/// polyline with markers per test of `series`.
-fn svg(rows: &[Row], title: &str) -> String {
-    const W: f64 = 760.0;
-    const H: f64 = 460.0;
-    const L: f64 = 90.0;
-    const R: f64 = 30.0;
-    const T: f64 = 50.0;
-    const B: f64 = 70.0;
-    let series: [(&str, &str, &str); 2] =
-        [("put_bw", "put", "#1f5fbf"), ("get_bw", "get", "#d9641e")];
+/// The bandwidth plot, written to `path` with plotters: MB/s against
+/// message size on a log2 axis, one line with markers for put and one for
+/// get, and a legend.
+fn svg(rows: &[Row], title: &str, path: &std::path::Path) -> Result<(), String> {
+    use plotters::prelude::*;
     let pts = |test: &str| -> Vec<(usize, f64)> {
         rows.iter()
             .filter(|r| r.test == test)
             .map(|r| (r.size, r.value))
             .collect()
     };
+    let series = [("put_bw", "put", BLUE), ("get_bw", "get", RED)];
     let all: Vec<(usize, f64)> = series.iter().flat_map(|s| pts(s.0)).collect();
     let xmin = all.iter().map(|p| p.0).min().unwrap_or(MIN_SIZE).max(1);
-    let xmax = all
-        .iter()
-        .map(|p| p.0)
-        .max()
-        .unwrap_or(4 << 20)
-        .max(xmin * 2);
-    let (lx0, lx1) = ((xmin as f64).log2(), (xmax as f64).log2());
-    let ymax = 5.0 * nice_step(all.iter().map(|p| p.1).fold(0.0, f64::max) * 1.02);
-    let x = |size: usize| L + ((size as f64).log2() - lx0) / (lx1 - lx0) * (W - L - R);
-    let y = |v: f64| H - B - v / ymax * (H - T - B);
-
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="13">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="28" text-anchor="middle" font-size="16">{title}</text>"#,
-        W / 2.0
-    );
-    // Horizontal grid and y labels: five steps.
-    for k in 0..=5 {
-        let v = ymax * k as f64 / 5.0;
-        let yy = y(v);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{L}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#dddddd"/>"##,
-            W - R
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            L - 8.0,
-            yy + 4.0,
-            v.round()
-        );
-    }
-    // Vertical grid at every power of two, labels at every other one.
-    let mut size = xmin;
-    let mut k = 0;
-    while size <= xmax {
-        let xx = x(size);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{xx:.1}" y1="{T}" x2="{xx:.1}" y2="{:.1}" stroke="#eeeeee"/>"##,
-            H - B
-        );
-        if k % 2 == 0 || size == xmax {
-            let label = human_size(size)
+    let xmax = all.iter().map(|p| p.0).max().unwrap_or(xmin).max(xmin * 2);
+    let ymax = all.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.1;
+    let e = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let root = SVGBackend::new(path, (760, 460)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((xmin..xmax).log_scale().base(2.0), 0.0..ymax)
+        .map_err(|x| e(&x))?;
+    chart
+        .configure_mesh()
+        .x_desc("message size (bytes, log2 scale)")
+        .y_desc("bandwidth (MB/s, 10^6 B/s)")
+        .x_labels(32)
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .x_label_formatter(&|&x| {
+            human_size(x)
                 .replace(" KiB", "K")
                 .replace(" MiB", "M")
-                .replace(" B", "");
-            let _ = writeln!(
-                s,
-                r#"<text x="{xx:.1}" y="{:.1}" text-anchor="middle">{label}</text>"#,
-                H - B + 18.0
-            );
-        }
-        size *= 2;
-        k += 1;
-    }
-    // Axes.
-    let _ = writeln!(
-        s,
-        r#"<path d="M{L} {T} V{:.1} H{:.1}" fill="none" stroke="black"/>"#,
-        H - B,
-        W - R
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">message size (bytes, log2 scale)</text>"#,
-        (L + W - R) / 2.0,
-        H - 22.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text transform="translate(24 {:.1}) rotate(-90)" text-anchor="middle">bandwidth (MB/s, 10^6 B/s)</text>"#,
-        (T + H - B) / 2.0
-    );
-    // Curves and legend.
-    for (i, (test, name, color)) in series.iter().enumerate() {
+                .replace(" B", "")
+        })
+        .draw()
+        .map_err(|x| e(&x))?;
+    for (test, name, colour) in series {
         let p = pts(test);
         if p.is_empty() {
             continue;
         }
-        let path: Vec<String> = p
-            .iter()
-            .map(|&(sz, v)| format!("{:.1},{:.1}", x(sz), y(v)))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
-            path.join(" ")
-        );
-        for &(sz, v) in &p {
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/>"#,
-                x(sz),
-                y(v)
-            );
-        }
-        let ly = T + 14.0 + 20.0 * i as f64;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"/>"#,
-            L + 16.0,
-            L + 40.0
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}">{name}</text>"#,
-            L + 48.0,
-            ly + 4.0
-        );
+        chart
+            .draw_series(LineSeries::new(p.clone(), colour.stroke_width(2)))
+            .map_err(|x| e(&x))?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+        chart
+            .draw_series(p.into_iter().map(|pt| Circle::new(pt, 3, colour.filled())))
+            .map_err(|x| e(&x))?;
     }
-    s.push_str("</svg>\n");
-    s
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))
 }
 
 fn run(sh: &Shmem, opts: &Opts) -> Result<(), Box<dyn std::error::Error>> {
@@ -796,7 +680,7 @@ fn run(sh: &Shmem, opts: &Opts) -> Result<(), Box<dyn std::error::Error>> {
         seq: Cell::new(0),
         rows: RefCell::new(Vec::new()),
     };
-    for t in &opts.tests {
+    for t in opts.tests() {
         match t {
             Test::Put => b.put_lat()?,
             Test::Get => b.get_lat()?,
@@ -817,24 +701,14 @@ fn run(sh: &Shmem, opts: &Opts) -> Result<(), Box<dyn std::error::Error>> {
         }
         if let Some(p) = &opts.svg {
             let title = format!("fshmem put/get bandwidth, PE 0 - PE {} of {n}", opts.peer);
-            std::fs::write(p, svg(&rows, &title)).map_err(|e| format!("{}: {e}", p.display()))?;
+            svg(&rows, &title, p)?;
         }
     }
     Ok(())
 }
 
 fn main() {
-    let opts = match parse_args(std::env::args().skip(1)) {
-        Ok(o) => o,
-        Err(msg) if msg.is_empty() => {
-            println!("{USAGE}");
-            return;
-        }
-        Err(msg) => {
-            shmem::report!("osu: {msg}\n{USAGE}");
-            std::process::exit(2);
-        }
-    };
+    let opts = <Opts as clap::Parser>::parse();
     let sh = match shmem::init() {
         Ok(sh) => sh,
         Err(e) => {
