@@ -172,8 +172,8 @@ impl SmpConduit {
     }
 
     /// Sets the global-exit word to `status` and `from`, the job rank of
-    /// the PE that ends the job ([`crate::wait::exit_word`]), unless a PE
-    /// set it first, without leaving: every PE of the job exits with the
+    /// the PE that ends the job (the layout of `wait::exit_word`), unless a
+    /// PE set it first, without leaving: every PE of the job exits with the
     /// word's status the next time it enters the conduit (a routed job
     /// then ends the other hosts through its off-node conduit, and `from`
     /// is the PE's rank in the whole job, not on this host).
