@@ -4,7 +4,7 @@
 //! two cores ([`CoreKind`]): the reference engine of `gasnet-core`
 //! ([`crate::board::BoardModel`], the default) and, with the `rtl` cargo
 //! feature, the Verilator model of the RTL core in `hw/`
-//! ([`crate::rtl::RtlBoard`], driven cycle by cycle). Both implement
+//! (`rtl::RtlBoard`, driven cycle by cycle). Both implement
 //! [`BoardCore`]: one step of work, saying whether anything happened; the
 //! board loop ([`run`]) steps while there is work, then yields, then dozes,
 //! whichever core it drives.

@@ -127,7 +127,7 @@ struct Cli {
 
     /// How the hosts of --hosts are networked: netns (a network namespace
     /// per host, joined by a bridge; needs CAP_SYS_ADMIN and iproute2),
-    /// loopback (every host on [::1]), or auto (netns when oshrun may
+    /// loopback (every host on ::1), or auto (netns when oshrun may
     /// create namespaces).
     #[arg(long, value_enum, value_name = "NET", default_value_t = HostNet::Auto)]
     host_net: HostNet,

@@ -16,7 +16,7 @@
 //! | offset | length | content |
 //! |---|---|---|
 //! | `0x0000` | 64 | header: magic, layout version, heap offset, heap size (local, for debuggers) |
-//! | `0x0040` | 256 | the always-on check that allocation calls are collective ([`Runtime::collective_begin`]) |
+//! | `0x0040` | 256 | the always-on check that allocation calls are collective (`Runtime::collective_begin`) |
 //! | `0x0140` | 64 | `SHMEM_DEBUG` check that allocation calls are collective |
 //! | `0x0400` | 1 KiB | signal scratch for runtime-internal put-with-signal |
 //! | `0x1000` | 128 | C ABI: the active-set directory (PE 0's copy) |

@@ -32,7 +32,7 @@ pub enum HostNet {
     Auto,
     /// One network namespace per host, joined by a bridge.
     Netns,
-    /// Every host on [::1], told apart by host keys.
+    /// Every host on ::1, told apart by host keys.
     Loopback,
 }
 
