@@ -62,7 +62,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 pub(crate) const HELD_BYTES_MAX: u64 = 8 << 20;
 
 /// A buffer the caller hands over until quiet, moved to whichever thread
-/// issues the item.
+/// issues the item. Copying it copies the address, not the buffer.
+#[derive(Clone, Copy)]
 pub(crate) struct SendPtr(pub(crate) *mut u8);
 
 // SAFETY: `put_nbi`'s and `get_nbi`'s contracts make the buffer the
@@ -277,7 +278,8 @@ impl Core {
 
     /// Tries once to issue `item` (not a fence) of context `owner`; gives
     /// it back when it has to wait (`FI_EAGAIN`, or no room in the
-    /// engine).
+    /// engine). Every field but a put's copy is `Copy`, so an item
+    /// given back is the one taken.
     fn try_item(&mut self, owner: u32, item: Item) -> Result<Option<Item>> {
         Ok(match item {
             Item::Put { pe, offset, data } => {
@@ -321,12 +323,7 @@ impl Core {
                 )?;
                 match r {
                     Issued::Done(_) => None,
-                    Issued::Again(_) => Some(Item::PutFrom {
-                        pe,
-                        offset,
-                        src,
-                        len,
-                    }),
+                    Issued::Again(_) => Some(item),
                 }
             }
             Item::GetInto {
@@ -350,12 +347,7 @@ impl Core {
                 )?;
                 match r {
                     Issued::Done(_) => None,
-                    Issued::Again(_) => Some(Item::GetInto {
-                        pe,
-                        offset,
-                        dst,
-                        len,
-                    }),
+                    Issued::Again(_) => Some(item),
                 }
             }
             Item::Amo {
@@ -377,13 +369,7 @@ impl Core {
                 )?;
                 match r {
                     Issued::Done(_) => None,
-                    Issued::Again(_) => Some(Item::Amo {
-                        pe,
-                        offset,
-                        op,
-                        width,
-                        operand,
-                    }),
+                    Issued::Again(_) => Some(item),
                 }
             }
             Item::Engine { pe, tag, cmd } => {
