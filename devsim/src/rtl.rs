@@ -3,6 +3,10 @@
 //! files and UDP links as the reference engine, so the host cannot tell
 //! which core it drives.
 //!
+//! One file (about 900 lines) for one job, the `RtlBoard` and the BAR2
+//! memory it is served from: most of it is the one `impl RtlBoard` that
+//! maps the core's ports to the files and sockets.
+//!
 //! # BAR0: the file mirrors the core's registers
 //!
 //! In hardware BAR0 is the core's register file; here it is a file the

@@ -1,4 +1,8 @@
 //! Unit tests of the fpga conduit against in-process devsim boards.
+//!
+//! One file (about 1,000 lines) for one job: every test here starts boards
+//! through the one `TestBoards` harness at its top and drives conduits
+//! attached to them.
 
 use super::*;
 use devsim::compute::GemmCore;
