@@ -6,6 +6,7 @@
 use super::{Backend, Runtime, StartOptions, StaticRegion};
 use crate::config::{Config, ThreadLevel};
 use crate::error::{Result, ShmemError};
+use conduits::prelude::ActiveMessages as _;
 use conduits::wait::Backoff;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
@@ -182,7 +183,15 @@ pub(crate) unsafe fn finish(rt: *mut Runtime) -> Result<()> {
 pub(crate) unsafe fn finish_and_park(rt: *mut Runtime) -> Result<()> {
     // SAFETY: `rt` is live until the Box is rebuilt below (caller contract).
     let r = unsafe { &*rt };
-    let res = r.barrier_all("shmem_finalize");
+    // The conduit stays attached, so its own finalize (which serves what
+    // the receive queue still holds) runs only at exit, where its errors
+    // no longer count. An active message a peer sent before its barrier
+    // signal has reached this PE by the end of the barrier, though the
+    // barrier's last look may have come before it: serve it here, so that
+    // a message to a handler nobody registered fails this call, naming it.
+    let res = r
+        .barrier_all("shmem_finalize")
+        .and_then(|()| r.conduit.poll().map_err(|e| r.err("shmem_finalize", e)));
     if r.config.debug {
         conduits::report!("PE {}: shmem_finalize: done", r.me);
     }
