@@ -3,7 +3,8 @@
 //! and 5 PEs on the smp, ipv6 and fpga conduits, a wrong value it must
 //! catch, the Rust AM checks (`shmem/examples/am_check.rs`: Short, Medium,
 //! Long, typed, the enforced handler rules) and the C API (`tests/c/am.c`,
-//! `shmemx_am_*`), and the boards' compute cores through `shmem::compute`
+//! `shmemx_am_*`; a handler run inside `shmem_finalize` replies,
+//! `tests/c/am_finalize.c`), and the boards' compute cores through `shmem::compute`
 //! (`examples/src/bin/matmul_fpga.rs`). A C program that names a handler
 //! number `shmemx_am_register` never returns (224, a compute core's on the
 //! fpga conduit; 223, unregistered) ends the job naming the PE, the call
@@ -91,6 +92,19 @@ fn c_am_api() {
             .assert_ok_with(&format!("am: ok on {n} PEs"));
         fpga_job(n, &exe, &[] as &[&str], JOB_TIMEOUT)
             .assert_ok_with(&format!("am: ok on {n} PEs"));
+    }
+}
+
+/// A handler that a peer's request runs inside `shmem_finalize` may reply
+/// (`tests/c/am_finalize.c`): the runtime stays initialized through the
+/// call's barrier, and the request is served before the call returns.
+#[test]
+fn c_handlers_run_in_shmem_finalize_may_reply() {
+    let exe = capi::compile("am_finalize", &[]);
+    for conduit in ["smp", "ipv6", "fpga"] {
+        let j = capi::job_on(conduit, 2, &exe, &[], &[], JOB_TIMEOUT);
+        j.assert_ok_with("am_finalize: PE 0 served 1 request(s) in shmem_finalize");
+        assert!(j.out.stderr.is_empty(), "{conduit}: {j:?}");
     }
 }
 

@@ -155,12 +155,16 @@ pub extern "C" fn shmem_finalize() {
         return;
     }
     *inits = 0;
+    // The barrier runs while the runtime is published: handlers that
+    // peers' messages run in it may reply.
+    let res = runtime::finalize_barrier(rt(CALL));
     super::active::forget();
     let p = RT.swap(std::ptr::null_mut(), Ordering::AcqRel);
     // SAFETY: `p` came from `Runtime::start`, is unpublished now and is
     // finished only here (the swap above, under the lock, hands it to one
     // caller).
-    if let Err(e) = unsafe { runtime::finish_and_park(p) } {
+    unsafe { runtime::park(p) };
+    if let Err(e) = res {
         conduits::report!("{e}");
         std::process::exit(1)
     }

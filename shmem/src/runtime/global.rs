@@ -173,25 +173,32 @@ pub(crate) unsafe fn finish(rt: *mut Runtime) -> Result<()> {
     res
 }
 
-/// As [`finish`], for the C ABI's last `shmem_finalize`: the barrier of
-/// finalization, then the runtime is freed but its conduit stays attached
-/// to the job, for a later `shmem_init` (OpenSHMEM 1.6) or until the
-/// process exits.
+/// The barrier of the C ABI's last `shmem_finalize`, run while the
+/// runtime is still published: a handler that a peer's message runs in it
+/// may reply (`shmemx_am_reply_*`) and call the library.
+///
+/// The conduit stays attached after this finalize ([`park`]), so its own
+/// finalize (which serves what the receive queue still holds) runs only at
+/// exit, where its errors no longer count. An active message a peer sent
+/// before its barrier signal has reached this PE by the end of the
+/// barrier, though the barrier's last look may have come before it: it is
+/// served here, so that a message to a handler nobody registered fails
+/// this call, naming it.
+pub(crate) fn finalize_barrier(r: &Runtime) -> Result<()> {
+    r.barrier_all("shmem_finalize")
+        .and_then(|()| r.conduit.poll().map_err(|e| r.err("shmem_finalize", e)))
+}
+
+/// As [`finish`], for the C ABI's last `shmem_finalize`, after
+/// [`finalize_barrier`]: the runtime is freed but its conduit stays
+/// attached to the job, for a later `shmem_init` (OpenSHMEM 1.6) or until
+/// the process exits.
 ///
 /// # Safety
 /// As for [`finish`].
-pub(crate) unsafe fn finish_and_park(rt: *mut Runtime) -> Result<()> {
+pub(crate) unsafe fn park(rt: *mut Runtime) {
     // SAFETY: `rt` is live until the Box is rebuilt below (caller contract).
     let r = unsafe { &*rt };
-    // The conduit stays attached, so its own finalize (which serves what
-    // the receive queue still holds) runs only at exit, where its errors
-    // no longer count. An active message a peer sent before its barrier
-    // signal has reached this PE by the end of the barrier, though the
-    // barrier's last look may have come before it: serve it here, so that
-    // a message to a handler nobody registered fails this call, naming it.
-    let res = r
-        .barrier_all("shmem_finalize")
-        .and_then(|()| r.conduit.poll().map_err(|e| r.err("shmem_finalize", e)));
     if r.config.debug {
         conduits::report!("PE {}: shmem_finalize: done", r.me);
     }
@@ -206,7 +213,6 @@ pub(crate) unsafe fn finish_and_park(rt: *mut Runtime) -> Result<()> {
     } = *unsafe { Box::from_raw(rt) };
     *PARKED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parked { conduit, statics });
     STATE.store(UNINIT, Ordering::Release);
-    res
 }
 
 /// Runs `f` on the global runtime, or errors when none is running. The

@@ -62,7 +62,7 @@ mod tiles;
 
 pub(crate) use contexts::Contexts;
 use global::{IN_EXIT_HOOK, Parked, exit_now, take_parked};
-pub(crate) use global::{finish, finish_and_park, with_runtime};
+pub(crate) use global::{finalize_barrier, finish, park, with_runtime};
 pub(crate) use long_sent::{LongTargets, flush_long};
 pub(crate) use tiles::{TILES_RUNNING, wait_tiles};
 
