@@ -8,8 +8,13 @@
 //! [`ConfigError`] naming the variable; `SHMEM_INFO=1` lists these rows
 //! beside the runtime's.
 //!
-//! The variables a launcher sets for each PE (`FSHMEM_RANK`, ...) are the
-//! job's, read by [`crate::JobEnv`] from the rows of [`JobVars`].
+//! The variables a launcher sets for each PE are the job's: oshrun's
+//! (`FSHMEM_RANK`, ...) in [`JobVars`], the other launchers' (`PMI_RANK`,
+//! `PMIX_NAMESPACE`, `SLURM_PROCID`, `OMPI_COMM_WORLD_RANK`, ...) in
+//! [`LauncherVars`], which `JobVars` includes. The runtime reads them once
+//! with its other tables; [`crate::JobEnv`] interprets them (rank, size,
+//! job id, conduit, and the bootstrap service the network conduits open at
+//! attach).
 
 use crate::kinds::ConduitKind;
 use gasnet_core::config::{ConfigError, ConfigValue, Plain, Size, Unset, within, within_duration};
@@ -262,6 +267,88 @@ gasnet_core::config_table! {
             help "ipv6: host:port of the rendezvous server (set by oshrun --conduit ipv6)";
         launcher_fd: Option<usize> = "FSHMEM_LAUNCHER_FD", default "", Unset,
             help "set by oshrun: the pipe on which a PE names the PE that failed first";
+    }
+    include {
+        /// The variables of the other launchers (Hydra, PMIx, Slurm, Open
+        /// MPI), which stand in for oshrun's.
+        launcher: LauncherVars,
+    }
+}
+
+gasnet_core::config_table! {
+    /// What the other launchers set for each process: MPICH Hydra's
+    /// `mpiexec` (PMI-1), a PMIx server (Open MPI's `mpirun`, `srun
+    /// --mpi=pmix`), Slurm's `srun` and Open MPI's `mpirun`. Read once with
+    /// the job ([`crate::JobEnv`] interprets them: rank, size, job id and
+    /// the bootstrap service); `SHMEM_INFO=1` shows the ones found.
+    pub struct LauncherVars {
+        pmi_fd: Option<usize> = "PMI_FD", default "", Unset,
+            help "set by MPICH Hydra (mpiexec) and srun --mpi=pmi2: the descriptor of the PMI-1 connection",
+            check |fd: &Option<usize>| fd.map_or(Ok(()), |fd| within(fd, 0, i32::MAX as usize));
+        pmi_rank: Option<usize> = "PMI_RANK", default "", Unset,
+            help "set by Hydra and srun --mpi=pmi2: this process's rank";
+        pmi_size: Option<usize> = "PMI_SIZE", default "", Unset,
+            help "set by Hydra and srun --mpi=pmi2: the number of processes";
+        pmix_namespace: Option<String> = "PMIX_NAMESPACE", default "", Unset,
+            help "set by a PMIx launcher (Open MPI's mpirun, srun --mpi=pmix): the job's namespace";
+        pmix_rank: Option<usize> = "PMIX_RANK", default "", Unset,
+            help "set by a PMIx launcher: this process's rank in the namespace";
+        slurm_procid: Option<usize> = "SLURM_PROCID", default "", Unset,
+            help "set by Slurm's srun: this task's rank";
+        slurm_ntasks: Option<usize> = "SLURM_NTASKS", default "", Unset,
+            help "set by Slurm's srun: the number of tasks";
+        slurm_job_id: Option<String> = "SLURM_JOB_ID", default "", Unset,
+            help "set by Slurm: the job id (names the fshmem job with the step)";
+        slurm_step_id: Option<String> = "SLURM_STEP_ID", default "", Unset,
+            help "set by Slurm's srun: the step id";
+        ompi_rank: Option<usize> = "OMPI_COMM_WORLD_RANK", default "", Unset,
+            help "set by Open MPI's mpirun: this process's rank";
+        ompi_size: Option<usize> = "OMPI_COMM_WORLD_SIZE", default "", Unset,
+            help "set by Open MPI's mpirun: the number of processes";
+    }
+}
+
+impl JobVars {
+    /// Reads the job's variables from the process environment (the
+    /// launcher's, for a program that reads no other configuration).
+    pub fn from_env() -> Result<JobVars, ConfigError> {
+        JobVars::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// The rank a launcher gave this process, as far as its variables tell
+    /// (`FSHMEM_RANK`, then `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`,
+    /// `OMPI_COMM_WORLD_RANK`), for naming the PE in an error raised
+    /// before the job is known; 0 when none is set.
+    ///
+    /// ```
+    /// use conduits::config::JobVars;
+    /// let v = JobVars::from_lookup(|k| (k == "PMIX_RANK").then(|| "3".to_string())).unwrap();
+    /// assert_eq!(v.rank_hint(), 3);
+    /// assert_eq!(JobVars::default().rank_hint(), 0);
+    /// ```
+    pub fn rank_hint(&self) -> usize {
+        let l = &self.launcher;
+        [
+            self.rank,
+            l.pmi_rank,
+            l.pmix_rank,
+            l.slurm_procid,
+            l.ompi_rank,
+        ]
+        .into_iter()
+        .flatten()
+        .next()
+        .unwrap_or(0)
+    }
+
+    /// The names of the launcher variables that are set, for messages and
+    /// `SHMEM_INFO` (`PMIX_NAMESPACE, PMIX_RANK, ...`).
+    pub fn found(&self) -> Vec<&'static str> {
+        JobVars::all_vars()
+            .iter()
+            .filter(|v| self.value_of(v.name).is_some_and(|s| !s.is_empty()))
+            .map(|v| v.name)
+            .collect()
     }
 }
 

@@ -1,17 +1,23 @@
-//! The job environment a launcher hands each PE.
+//! The job a launcher hands each PE: rank, size, job id, conduit and the
+//! bootstrap service through which the PEs meet, all decided once from
+//! the typed rows of [`JobVars`] before any conduit attaches (conduits
+//! read no environment: `spec/conduit.md` §12).
 //!
 //! `oshrun` sets `FSHMEM_RANK`, `FSHMEM_SIZE`, `FSHMEM_JOB_ID` and
-//! `FSHMEM_CONDUIT`. Under another launcher the rank and size come from
-//! its variables instead (MPICH Hydra's `PMI_RANK`/`PMI_SIZE`, Slurm's
-//! `SLURM_PROCID`/`SLURM_NTASKS`) and the conduit defaults to `ipv6`, the
-//! one that spans hosts (see [`crate::bootstrap`]). A program started
-//! without any of them runs as a singleton job of one PE.
+//! `FSHMEM_CONDUIT` (and `FSHMEM_BOOTSTRAP` for a network conduit). Under
+//! another launcher the rank and size come from its variables instead
+//! ([`LauncherVars`]: MPICH Hydra's `PMI_RANK`/`PMI_SIZE`, Slurm's
+//! `SLURM_PROCID`/`SLURM_NTASKS`, Open MPI's `OMPI_COMM_WORLD_*`), the
+//! conduit defaults to `ipv6`, the one that spans hosts, and the bootstrap
+//! is the launcher's ([`Service`]). A program started without any of them
+//! runs as a singleton job of one PE.
 
-use crate::config::JobVars;
+use crate::bootstrap::Service;
+use crate::config::{JobVars, LauncherVars};
 use crate::error::{ConduitError, Result};
 use crate::kinds::ConduitKind;
 
-/// Rank, size, job id and conduit of this PE.
+/// Rank, size, job id, conduit and bootstrap service of this PE.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobEnv {
     /// This PE's rank.
@@ -23,15 +29,30 @@ pub struct JobEnv {
     pub job_id: String,
     /// The transport.
     pub conduit: ConduitKind,
+    /// How the PEs meet before any conduit traffic: the network conduits
+    /// bootstrap through it at attach ([`crate::bootstrap::open`]).
+    pub bootstrap: Service,
 }
 
 impl JobEnv {
-    /// Reads the job from the process environment; a singleton job when no
-    /// launcher variables are set.
+    /// Reads the job's variables from the process environment
+    /// ([`JobVars::from_env`]) and joins the job ([`JobEnv::join`]); a
+    /// singleton job when no launcher variables are set. For programs that
+    /// read no other configuration; the runtime reads [`JobVars`] with the
+    /// rest of its table and calls [`JobEnv::join`].
     pub fn from_env() -> Result<JobEnv> {
-        let get = |k: &str| std::env::var(k).ok();
-        let job = Self::from_lookup_with(get, || crate::bootstrap::pmi::open_early(&get))?;
-        if let Some(fd) = JobVars::from_lookup(get)?.launcher_fd {
+        JobEnv::join(&JobVars::from_env()?)
+    }
+
+    /// The job `vars` describe ([`JobEnv::from_vars`]), joined by this
+    /// process: under Hydra it opens the PMI-1 session early, to name the
+    /// job after its KVS name; it records `FSHMEM_LAUNCHER_FD` (for
+    /// [`tell_launcher_failed`]) and the rank (for the messages of
+    /// [`crate::wait`]); and under a launcher other than oshrun, a job id
+    /// given in `FSHMEM_JOB_ID` is claimed for this launch.
+    pub fn join(vars: &JobVars) -> Result<JobEnv> {
+        let job = Self::interpret(vars, crate::bootstrap::pmi::open_early)?;
+        if let Some(fd) = vars.launcher_fd {
             let _ = LAUNCHER_FD.set(fd);
         }
         crate::wait::note_rank(job.rank, under_oshrun());
@@ -40,8 +61,8 @@ impl JobEnv {
         // it before anything of the job exists; an id derived from the
         // launch is that launch's alone.
         if !under_oshrun()
-            && get("FSHMEM_JOB_ID").is_some()
-            && let Some(instance) = launch_instance(&get)
+            && vars.job_id.is_some()
+            && let Some(instance) = launch_instance(&vars.launcher, &job.bootstrap)
         {
             crate::job_lock::hold_for_pe(&job.job_id, &instance)
                 .map_err(ConduitError::Bootstrap)?;
@@ -49,8 +70,17 @@ impl JobEnv {
         Ok(job)
     }
 
+    /// The job `vars` describe, without touching the process: no PMI
+    /// session is opened (a Hydra job is then named `pmijob`). Every bad
+    /// or inconsistent value is an error naming the variable.
+    pub fn from_vars(vars: &JobVars) -> Result<JobEnv> {
+        Self::interpret(vars, |_, _, _| {
+            Err(ConduitError::Bootstrap("no PMI session".to_string()))
+        })
+    }
+
     /// Reads the job through `get` (testable without touching the process
-    /// environment). Every bad value is an error naming the variable.
+    /// environment): [`JobVars::from_lookup`], then [`JobEnv::from_vars`].
     ///
     /// ```
     /// use conduits::JobEnv;
@@ -64,21 +94,18 @@ impl JobEnv {
     /// assert_eq!((job.rank, job.size), (1, 4));
     /// ```
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv> {
-        Self::from_lookup_with(get, || {
-            Err(ConduitError::Bootstrap("no PMI session".to_string()))
-        })
+        JobEnv::from_vars(&JobVars::from_lookup(get)?)
     }
 
-    /// [`JobEnv::from_lookup`], with `kvsname` giving the PMI-1 session's
-    /// KVS name (which names a Hydra job) when the job id is derived from
-    /// it.
-    fn from_lookup_with(
-        get: impl Fn(&str) -> Option<String>,
-        kvsname: impl FnOnce() -> Result<String>,
+    /// [`JobEnv::from_vars`], with `kvsname` opening the PMI-1 session on
+    /// descriptor, rank and size and giving its KVS name (which names a
+    /// Hydra job) when the job id is derived from it.
+    fn interpret(
+        vars: &JobVars,
+        kvsname: impl FnOnce(i32, usize, usize) -> Result<String>,
     ) -> Result<JobEnv> {
-        let vars = JobVars::from_lookup(&get)?;
         let launcher = match (vars.rank, vars.size) {
-            (None, None) => crate::bootstrap::launcher_rank_size(&get)?,
+            (None, None) => vars.launcher.rank_size()?,
             _ => None,
         };
         let conduit = match vars.conduit {
@@ -86,47 +113,41 @@ impl JobEnv {
             None if launcher.is_some() => ConduitKind::Ipv6,
             None => ConduitKind::Smp,
         };
-        let (rank, size, job_id) = match (vars.rank, vars.size) {
-            (None, None) => match launcher {
-                Some((rank, size, who)) => {
-                    let job = match vars.job_id {
-                        Some(j) => j,
-                        None => {
-                            derived_job_id(&get, kvsname).unwrap_or_else(|| format!("{who}job"))
-                        }
-                    };
-                    (rank, size, job)
-                }
-                None => (0, 1, format!("single{}", std::process::id())),
-            },
-            (Some(rank), Some(size)) => {
+        let (rank, size) = match (vars.rank, vars.size, launcher) {
+            (None, None, Some((rank, size, _))) => (rank, size),
+            (None, None, None) => (0, 1),
+            (Some(rank), Some(size), _) => {
                 if rank >= size {
                     return Err(ConduitError::Bootstrap(format!(
                         "FSHMEM_RANK={rank} must be below FSHMEM_SIZE={size}"
                     )));
                 }
-                let job = match vars.job_id {
-                    Some(j) => j,
-                    None => get("FSHMEM_BOOTSTRAP")
-                        .map(|a| job_id_from("rv", &a))
-                        .ok_or_else(|| {
-                            ConduitError::Bootstrap(
-                                "FSHMEM_JOB_ID is not set: with FSHMEM_RANK and FSHMEM_SIZE, \
-                                 set FSHMEM_JOB_ID to one value for every PE of the job \
-                                 (1-64 characters of [A-Za-z0-9_-]; it names the job's \
-                                 shared memory), or FSHMEM_BOOTSTRAP, from which it is \
-                                 derived"
-                                    .to_string(),
-                            )
-                        })?,
-                };
-                (rank, size, job)
+                (rank, size)
             }
             _ => {
                 return Err(ConduitError::Bootstrap(
                     "FSHMEM_RANK and FSHMEM_SIZE must be set together".to_string(),
                 ));
             }
+        };
+        let bootstrap = Service::choose(vars, size)?;
+        let job_id = match (vars.rank, launcher, &vars.job_id) {
+            (None, None, _) => format!("single{}", std::process::id()),
+            (_, _, Some(j)) => j.clone(),
+            (None, Some((_, _, who)), None) => derived_job_id(&vars.launcher, &bootstrap, kvsname)
+                .unwrap_or_else(|| format!("{who}job")),
+            (Some(_), _, None) => match &bootstrap {
+                Service::Rendezvous(a) => job_id_from("rv", a),
+                _ => {
+                    return Err(ConduitError::Bootstrap(
+                        "FSHMEM_JOB_ID is not set: with FSHMEM_RANK and FSHMEM_SIZE, set \
+                         FSHMEM_JOB_ID to one value for every PE of the job (1-64 characters \
+                         of [A-Za-z0-9_-]; it names the job's shared memory), or \
+                         FSHMEM_BOOTSTRAP, from which it is derived"
+                            .to_string(),
+                    ));
+                }
+            },
         };
         if job_id.is_empty()
             || job_id.len() > 64
@@ -143,37 +164,93 @@ impl JobEnv {
             size,
             job_id,
             conduit,
+            bootstrap,
         })
+    }
+}
+
+impl LauncherVars {
+    /// Rank and size as another launcher gave them, for a job without
+    /// `FSHMEM_RANK`/`FSHMEM_SIZE`: Hydra's PMI variables, then Slurm's,
+    /// then Open MPI's `mpirun`'s, with the launcher's name. `None` when
+    /// none is set; a rank not below its size, or one of a pair without
+    /// the other, is an error naming the variables.
+    ///
+    /// ```
+    /// use conduits::config::LauncherVars;
+    /// let env = |k: &str| match k {
+    ///     "SLURM_PROCID" => Some("3".to_string()),
+    ///     "SLURM_NTASKS" => Some("8".to_string()),
+    ///     _ => None,
+    /// };
+    /// let l = LauncherVars::from_lookup(env).unwrap();
+    /// assert_eq!(l.rank_size().unwrap(), Some((3, 8, "slurm")));
+    /// ```
+    pub fn rank_size(&self) -> Result<Option<(usize, usize, &'static str)>> {
+        for (r, s, who, rank, size) in [
+            ("PMI_RANK", "PMI_SIZE", "pmi", self.pmi_rank, self.pmi_size),
+            (
+                "SLURM_PROCID",
+                "SLURM_NTASKS",
+                "slurm",
+                self.slurm_procid,
+                self.slurm_ntasks,
+            ),
+            (
+                "OMPI_COMM_WORLD_RANK",
+                "OMPI_COMM_WORLD_SIZE",
+                "ompi",
+                self.ompi_rank,
+                self.ompi_size,
+            ),
+        ] {
+            match (rank, size) {
+                (Some(rank), Some(size)) => {
+                    if size == 0 || rank >= size {
+                        return Err(ConduitError::Bootstrap(format!(
+                            "{r}={rank} must be below {s}={size}"
+                        )));
+                    }
+                    return Ok(Some((rank, size, who)));
+                }
+                (None, None) => {}
+                _ => {
+                    return Err(ConduitError::Bootstrap(format!(
+                        "{r} and {s} must be set together"
+                    )));
+                }
+            }
+        }
+        Ok(None)
     }
 }
 
 /// The job id of a job started without oshrun and without `FSHMEM_JOB_ID`,
 /// from what identifies the job to its bootstrap service, the same on
 /// every PE and different for two jobs that run at once: the rendezvous
-/// address (`FSHMEM_BOOTSTRAP`, one server per address), Hydra's KVS name
-/// (through `kvsname`, when `PMI_FD` is set), the PMIx namespace, or
-/// Slurm's job and step ids. `None` when none is there (a PMI session
-/// that cannot be opened names nothing; the bootstrap reports it).
+/// address (one server per address), Hydra's KVS name (through `kvsname`),
+/// the PMIx namespace, or Slurm's job and step ids. `None` when none is
+/// there (a PMI session that cannot be opened names nothing; the
+/// bootstrap reports it).
 fn derived_job_id(
-    get: &impl Fn(&str) -> Option<String>,
-    kvsname: impl FnOnce() -> Result<String>,
+    launcher: &LauncherVars,
+    service: &Service,
+    kvsname: impl FnOnce(i32, usize, usize) -> Result<String>,
 ) -> Option<String> {
-    if let Some(a) = get("FSHMEM_BOOTSTRAP") {
-        return Some(job_id_from("rv", &a));
+    match service {
+        Service::Rendezvous(a) => return Some(job_id_from("rv", a)),
+        Service::Pmi { fd, rank, size } => {
+            if let Ok(k) = kvsname(*fd, *rank, *size) {
+                return Some(job_id_from("pmi", &k));
+            }
+        }
+        Service::Pmix { namespace } => return Some(job_id_from("pmix", namespace)),
+        Service::Single | Service::Missing => {}
     }
-    if get("PMI_FD").is_some()
-        && let Ok(k) = kvsname()
-    {
-        return Some(job_id_from("pmi", &k));
-    }
-    if crate::bootstrap::pmix::launched(get)
-        && let Some(ns) = get("PMIX_NAMESPACE")
-    {
-        return Some(job_id_from("pmix", &ns));
-    }
-    get("SLURM_JOB_ID").map(|j| match get("SLURM_STEP_ID") {
+    let j = launcher.slurm_job_id.as_ref()?;
+    Some(match &launcher.slurm_step_id {
         Some(s) => job_id_from("slurm", &format!("{j}_{s}")),
-        None => job_id_from("slurm", &j),
+        None => job_id_from("slurm", j),
     })
 }
 
@@ -189,19 +266,19 @@ fn derived_job_id(
 /// session, and a rank that leaves (refused) while a peer is still in the
 /// middle of its PMI handshake makes the proxy fail and lose the ranks'
 /// output.
-fn launch_instance(get: &impl Fn(&str) -> Option<String>) -> Option<String> {
-    if let Some(a) = get("FSHMEM_BOOTSTRAP") {
-        return Some(format!("the rendezvous at {a}"));
+fn launch_instance(launcher: &LauncherVars, service: &Service) -> Option<String> {
+    match service {
+        Service::Rendezvous(a) => return Some(format!("the rendezvous at {a}")),
+        Service::Pmix { namespace } => return Some(format!("PMIx namespace {namespace}")),
+        _ => {}
     }
-    if crate::bootstrap::pmix::launched(get)
-        && let Some(ns) = get("PMIX_NAMESPACE")
-    {
-        return Some(format!("PMIx namespace {ns}"));
-    }
-    if let (Some(j), Some(s)) = (get("SLURM_JOB_ID"), get("SLURM_STEP_ID")) {
+    if let (Some(j), Some(s)) = (&launcher.slurm_job_id, &launcher.slurm_step_id) {
         return Some(format!("Slurm step {j}.{s}"));
     }
-    let pid = get("PMI_FD").and_then(|fd| peer_pid(fd.trim().parse().ok()?))?;
+    let Service::Pmi { fd, .. } = service else {
+        return None;
+    };
+    let pid = peer_pid(*fd)?;
     Some(format!("the job whose PMI server is pid {pid}"))
 }
 
@@ -244,23 +321,6 @@ fn job_id_from(prefix: &str, name: &str) -> String {
     }
     let h = gasnet_core::hash::fnv1a(name.as_bytes());
     format!("{}-{h:016x}", &id[..47])
-}
-
-/// The rank a launcher gave this process, as far as its variables tell
-/// (`FSHMEM_RANK`, `PMI_RANK`, `PMIX_RANK`, `SLURM_PROCID`,
-/// `OMPI_COMM_WORLD_RANK`), for naming the PE in an error raised before
-/// the job is known; 0 when none is a number.
-pub fn rank_hint(get: impl Fn(&str) -> Option<String>) -> usize {
-    [
-        "FSHMEM_RANK",
-        "PMI_RANK",
-        "PMIX_RANK",
-        "SLURM_PROCID",
-        "OMPI_COMM_WORLD_RANK",
-    ]
-    .iter()
-    .find_map(|k| get(k)?.trim().parse().ok())
-    .unwrap_or(0)
 }
 
 /// Names the file descriptor (a pipe's write end) through which a PE tells
@@ -331,6 +391,78 @@ mod tests {
     fn singleton_without_launcher() {
         let j = JobEnv::from_lookup(env(&[])).unwrap();
         assert_eq!((j.rank, j.size, j.conduit), (0, 1, ConduitKind::Smp));
+        assert_eq!(j.bootstrap, Service::Single);
+    }
+
+    #[test]
+    fn bad_launcher_values_name_the_variable() {
+        for (var, bad) in [
+            ("PMI_RANK", "one"),
+            ("PMI_SIZE", "-2"),
+            ("PMI_FD", "fd5"),
+            ("PMI_FD", "4294967296"),
+            ("PMIX_RANK", "x"),
+            ("SLURM_PROCID", "1.5"),
+            ("SLURM_NTASKS", "many"),
+            ("OMPI_COMM_WORLD_RANK", "?"),
+            ("OMPI_COMM_WORLD_SIZE", "4 PEs"),
+        ] {
+            let e = JobEnv::from_lookup(env(&[(var, bad)])).unwrap_err();
+            let ConduitError::Config(c) = &e else {
+                panic!("{var}={bad}: not a configuration error: {e}");
+            };
+            assert_eq!(c.var, var, "{e}");
+            assert!(e.to_string().contains(&format!("{var}={bad:?}")), "{e}");
+        }
+        // A PMI descriptor without the rank and size Hydra sets with it.
+        let e = JobEnv::from_lookup(env(&[
+            ("FSHMEM_RANK", "0"),
+            ("FSHMEM_SIZE", "2"),
+            ("FSHMEM_JOB_ID", "a"),
+            ("PMI_FD", "5"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("PMI_FD") && e.contains("PMI_RANK"), "{e}");
+    }
+
+    #[test]
+    fn the_bootstrap_service_is_chosen_once_from_the_launcher() {
+        let service = |pairs: &[(&str, &str)]| JobEnv::from_lookup(env(pairs)).unwrap().bootstrap;
+        let pmix = [
+            ("PMIX_NAMESPACE", "ns7"),
+            ("PMIX_RANK", "1"),
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "3"),
+        ];
+        assert_eq!(
+            service(&pmix),
+            Service::Pmix {
+                namespace: "ns7".into()
+            }
+        );
+        let pmi = [("PMI_FD", "6"), ("PMI_RANK", "1"), ("PMI_SIZE", "3")];
+        assert_eq!(
+            service(&pmi),
+            Service::Pmi {
+                fd: 6,
+                rank: 1,
+                size: 3
+            }
+        );
+        // The rendezvous wins over a launcher's service.
+        let both = [pmi[0], pmi[1], pmi[2], ("FSHMEM_BOOTSTRAP", "[::1]:9")];
+        assert_eq!(service(&both), Service::Rendezvous("[::1]:9".into()));
+        // Slurm alone (srun --mpi=none) provides none.
+        let slurm = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2")];
+        assert_eq!(service(&slurm), Service::Missing);
+        assert_eq!(
+            service(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1")]),
+            Service::Single
+        );
+        // PMIX_NAMESPACE without PMIX_RANK is no PMIx launch.
+        let half = [("PMIX_NAMESPACE", "ns"), slurm[0], slurm[1]];
+        assert_eq!(service(&half), Service::Missing);
     }
 
     #[test]
@@ -378,12 +510,18 @@ mod tests {
             e.contains("FSHMEM_JOB_ID is not set") && e.contains("FSHMEM_BOOTSTRAP"),
             "{e}"
         );
-        let kvs = || Ok("kvs_123_0".to_string());
+        let kvs = |fd, rank, size| {
+            assert_eq!((fd, rank, size), (5, 0, 2));
+            Ok("kvs_123_0".to_string())
+        };
         let pmi = env(&[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("PMI_FD", "5")]);
+        let vars = JobVars::from_lookup(pmi).unwrap();
         assert_eq!(
-            JobEnv::from_lookup_with(pmi, kvs).unwrap().job_id,
+            JobEnv::interpret(&vars, kvs).unwrap().job_id,
             "pmikvs_123_0"
         );
+        // Without a session, a Hydra job is named after its launcher.
+        assert_eq!(JobEnv::from_vars(&vars).unwrap().job_id, "pmijob");
         let long = "x".repeat(100);
         let (a, b) = (
             job_id_from("p", &long),
@@ -391,8 +529,10 @@ mod tests {
         );
         assert!(a.len() <= 64 && b.len() <= 64 && a != b, "{a} {b}");
         assert_eq!(a, job_id_from("p", &long));
-        assert_eq!(rank_hint(env(&[("PMIX_RANK", "3")])), 3);
-        assert_eq!(rank_hint(env(&[("FSHMEM_RANK", "x")])), 0);
+        let hint = |pairs| JobVars::from_lookup(env(pairs)).unwrap().rank_hint();
+        assert_eq!(hint(&[("PMIX_RANK", "3")]), 3);
+        assert_eq!(hint(&[("SLURM_PROCID", "2"), ("FSHMEM_RANK", "5")]), 5);
+        assert_eq!(hint(&[]), 0);
     }
 
     #[test]

@@ -5,14 +5,24 @@
 //! Every value set goes through the same typed table as the environment's
 //! ([`crate::config`]): a bad value is the same error naming the variable,
 //! and what is not set in code still comes from the environment.
+//!
+//! The job's rows are the launcher's: rank, size, job id, bootstrap
+//! (`FSHMEM_RANK`, `PMI_RANK`, `FSHMEM_BOOTSTRAP`, ...) always come from
+//! the environment, and setting one in code is an error naming it. The
+//! conduit is the exception: [`Builder::conduit`] (or
+//! `var("FSHMEM_CONDUIT", ..)`) chooses it in code.
 
 use crate::config::Config;
 use crate::config::ThreadLevel;
 use crate::error::{Result, ShmemError};
 use crate::{Shmem, runtime};
 use conduits::ConduitKind;
+use conduits::config::JobVars;
 use gasnet_core::config::{ConfigValue, format_duration, format_size};
 use std::time::Duration;
+
+/// The job row a program may set in code: the conduit.
+const CONDUIT_VAR: &str = "FSHMEM_CONDUIT";
 
 /// Builds the runtime: configuration in code, then [`Builder::init`].
 ///
@@ -35,7 +45,6 @@ pub struct Builder {
     /// Variables set in code, in order (a later one wins).
     vars: Vec<(&'static str, String)>,
     level: ThreadLevel,
-    conduit: Option<ConduitKind>,
     /// Whether variables not set in code come from the environment.
     environment: bool,
 }
@@ -53,7 +62,6 @@ impl Builder {
         Builder {
             vars: Vec::new(),
             level: ThreadLevel::Multiple,
-            conduit: None,
             environment: true,
         }
     }
@@ -70,18 +78,19 @@ impl Builder {
     }
 
     /// Sets variable `name` of the configuration table to `value`, exactly
-    /// as the environment would (`"SHMEM_DEBUG"`, `"1"`). An unknown name or
-    /// a bad value is an error at [`Builder::init`].
+    /// as the environment would (`"SHMEM_DEBUG"`, `"1"`). An unknown name, a
+    /// bad value, or a row the launcher sets (`FSHMEM_RANK`, `PMI_SIZE`,
+    /// ...; `FSHMEM_CONDUIT` excepted) is an error at [`Builder::init`]
+    /// naming the variable.
     pub fn var(mut self, name: &'static str, value: impl Into<String>) -> Builder {
         self.vars.push((name, value.into()));
         self
     }
 
-    /// The conduit (instead of `FSHMEM_CONDUIT`). The launcher must provide
-    /// what the conduit needs (`oshrun --conduit` does).
-    pub fn conduit(mut self, kind: ConduitKind) -> Builder {
-        self.conduit = Some(kind);
-        self
+    /// The conduit (`FSHMEM_CONDUIT`, which it overrides). The launcher
+    /// must provide what the conduit needs (`oshrun --conduit` does).
+    pub fn conduit(self, kind: ConduitKind) -> Builder {
+        self.var("FSHMEM_CONDUIT", kind.show_value())
     }
 
     /// Bytes of symmetric heap per PE (`SHMEM_SYMMETRIC_SIZE`).
@@ -118,15 +127,29 @@ impl Builder {
         self.var("SHMEM_INFO", on.show_value())
     }
 
-    /// The configuration [`Builder::init`] would start with, checked.
+    /// The configuration [`Builder::init`] would start with, checked: the
+    /// values set in code, the job's rows from the launcher's environment,
+    /// the rest from the environment (unless
+    /// [`Builder::without_environment`]) or their defaults.
     pub fn config(&self) -> Result<Config> {
         let known = Config::all_vars();
+        let launcher = JobVars::all_vars();
+        let is_launchers = |name: &str| launcher.iter().any(|v| v.name == name);
         for (name, value) in &self.vars {
             if !known.iter().any(|v| v.name == *name) {
                 return Err(ShmemError::Config {
                     var: name,
                     value: value.clone(),
                     expected: "a variable of the configuration table (SHMEM_INFO=1 lists them)"
+                        .to_string(),
+                });
+            }
+            if *name != CONDUIT_VAR && is_launchers(name) {
+                return Err(ShmemError::Config {
+                    var: name,
+                    value: value.clone(),
+                    expected: "no value from the program: the launcher sets it for each PE \
+                               (oshrun, mpiexec, mpirun, srun)"
                         .to_string(),
                 });
             }
@@ -138,17 +161,19 @@ impl Builder {
                 .rev()
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| v.clone())
-                .or_else(|| if env { std::env::var(k).ok() } else { None })
+                .or_else(|| {
+                    if env || is_launchers(k) {
+                        std::env::var(k).ok()
+                    } else {
+                        None
+                    }
+                })
         })?)
     }
 
     /// `shmem_init` with this configuration. Collective over all PEs.
     pub fn init(self) -> Result<Shmem> {
         let config = self.config()?;
-        let opts = runtime::StartOptions {
-            conduit: self.conduit,
-            ..runtime::StartOptions::default()
-        };
-        crate::start(config, self.level, opts)
+        crate::start(config, self.level, runtime::StartOptions::default())
     }
 }

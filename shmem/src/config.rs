@@ -5,7 +5,9 @@
 //! range): the runtime's own rows below ([`Config`], [`CollConfig`]), the
 //! conduits' ([`conduits::Settings`]: timeouts, `FSHMEM_IPV6_*`,
 //! `FSHMEM_FPGA_*`, `FSHMEM_DEVSIM_*`, `FSHMEM_OFI_*`) and those a launcher
-//! sets ([`conduits::config::JobVars`]). [`Config`] includes the other
+//! sets ([`conduits::config::JobVars`]: oshrun's `FSHMEM_RANK`, ..., and
+//! the other launchers' `PMI_*`, `PMIX_*`, `SLURM_*`,
+//! `OMPI_COMM_WORLD_*`). [`Config`] includes the other
 //! tables, so [`Config::from_env`] reads them all; a bad value is a
 //! [`ShmemError::Config`] naming the variable and the value, never a panic
 //! nor a silent default. `SHMEM_INFO=1` prints every row with the value in
@@ -31,6 +33,7 @@
 //! | `FSHMEM_ALLTOALL_PAIRWISE` | `4K` | `auto` exchanges blocks of at least this many bytes pairwise |
 //! | `FSHMEM_COLL_HIER` | `auto` | barriers, broadcasts and reductions in two levels, within each host then among one leader per host: `auto` (when the team spans hosts and a host holds several of its PEs), `on` or `off` |
 //! | `FSHMEM_WAIT_TIMEOUT`, `FSHMEM_PEER_TIMEOUT`, ... | | the conduits' rows: [`conduits::config`] |
+//! | `FSHMEM_RANK`, `PMI_RANK`, `PMIX_NAMESPACE`, `SLURM_PROCID`, ... | | the launchers' rows ([`conduits::config::JobVars`], [`conduits::config::LauncherVars`]): set by the launcher, read from the environment even by a [`crate::Builder`] that ignores it, listed by `SHMEM_INFO` with the values found |
 //!
 //! The collective variables are described with the algorithms in
 //! [`crate::coll`].
@@ -297,8 +300,9 @@ gasnet_core::config_table! {
         /// The conduits' settings (timeouts, `FSHMEM_IPV6_*`,
         /// `FSHMEM_FPGA_*`, `FSHMEM_DEVSIM_*`, `FSHMEM_OFI_*`).
         conduit: conduits::Settings,
-        /// What the launcher set (`FSHMEM_RANK`, `FSHMEM_CONDUIT`, ...),
-        /// read here to be listed; [`conduits::JobEnv`] interprets it.
+        /// What the launcher set (`FSHMEM_RANK`, `FSHMEM_CONDUIT`,
+        /// `PMI_RANK`, `SLURM_PROCID`, ...), read here once;
+        /// [`conduits::JobEnv::join`] interprets it at start-up.
         job: conduits::config::JobVars,
     }
 }
@@ -444,6 +448,38 @@ mod tests {
         }
         assert!(t.contains("3M"), "{t}");
         assert!(t.contains(LIBRARY_VERSION), "{t}");
+    }
+
+    #[test]
+    fn launcher_rows_are_listed_with_the_values_found() {
+        let c = Config::from_lookup(env(&[
+            ("PMIX_NAMESPACE", "slurm.pmix.7.0"),
+            ("PMIX_RANK", "2"),
+            ("SLURM_NTASKS", "4"),
+        ]))
+        .unwrap();
+        let t = c.info_table();
+        let line = |var: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(&format!("{var} ")))
+                .unwrap_or_else(|| panic!("{var} missing from {t}"))
+                .to_string()
+        };
+        assert!(line("PMIX_NAMESPACE").contains("= slurm.pmix.7.0"), "{t}");
+        assert!(line("SLURM_NTASKS").contains("= 4 "), "{t}");
+        for unset in ["PMI_RANK", "PMI_FD", "OMPI_COMM_WORLD_RANK", "SLURM_JOB_ID"] {
+            assert!(line(unset).contains("= - "), "{t}");
+        }
+        assert_eq!(
+            c.job.found(),
+            ["PMIX_NAMESPACE", "PMIX_RANK", "SLURM_NTASKS"]
+        );
+        let e = Config::from_lookup(env(&[("SLURM_PROCID", "first")])).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("SLURM_PROCID=\"first\" is not valid"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -321,18 +321,23 @@ unsafe impl Sync for Shmem {}
 /// # Ok::<(), shmem::ShmemError>(())
 /// ```
 pub fn init() -> Result<Shmem> {
-    init_with(Config::from_env()?)
+    init_full(Config::from_env()?, ThreadLevel::Multiple)
 }
 
 /// `shmem_init` with an explicit configuration instead of the
-/// environment's `SHMEM_*` variables (the job still comes from the
-/// launcher's environment).
+/// environment's `SHMEM_*` variables. The job still comes from the
+/// launcher's environment: the job rows of `config` (`config.job`:
+/// `FSHMEM_RANK`, `PMI_RANK`, ...) are read again from it, except a
+/// conduit set there, which wins over `FSHMEM_CONDUIT`.
 ///
 /// ```no_run
 /// let sh = shmem::init_with(shmem::Config { symmetric_size: 1 << 20, ..Default::default() })?;
 /// # Ok::<(), shmem::ShmemError>(())
 /// ```
-pub fn init_with(config: Config) -> Result<Shmem> {
+pub fn init_with(mut config: Config) -> Result<Shmem> {
+    let conduit = config.job.conduit;
+    config.job = conduits::config::JobVars::from_env()?;
+    config.job.conduit = conduit.or(config.job.conduit);
     init_full(config, ThreadLevel::Multiple)
 }
 

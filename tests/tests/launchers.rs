@@ -40,6 +40,24 @@ fn passed(out: &fshmem_tests::RunOutput, n: usize) {
     assert!(l.len() == 1 && l[0].ends_with(&tail), "{out:?}");
 }
 
+/// The line `SHMEM_INFO=1` prints about the job (PE 0 only).
+fn job_line(out: &fshmem_tests::RunOutput) -> &str {
+    let l: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("fshmem job "))
+        .collect();
+    assert_eq!(l.len(), 1, "{out:?}");
+    l[0]
+}
+
+/// The launcher variables a job line lists as found.
+fn found(job_line: &str) -> Vec<&str> {
+    job_line
+        .split_once("launcher variables found: ")
+        .map_or(Vec::new(), |(_, v)| v.split(' ').collect())
+}
+
 #[test]
 fn open_mpi_mpirun_bootstraps_over_pmix_at_1_2_4_5_pes() {
     for n in [1, 2, 4, 5] {
@@ -55,11 +73,21 @@ fn open_mpi_mpirun_bootstraps_over_pmix_at_1_2_4_5_pes() {
                 "-x",
                 "FSHMEM_OFI_PROVIDER=tcp;ofi_rxm",
             ])
-            .args(["-x", "FSHMEM_OFI_DOMAIN=lo"])
+            .args(["-x", "FSHMEM_OFI_DOMAIN=lo", "-x", "SHMEM_INFO=1"])
             .arg(example("api_check")),
         TIMEOUT,
     );
     passed(&out, 4);
+    let job = job_line(&out);
+    assert!(job.contains(": 4 PEs, bootstrap PMIx namespace "), "{job}");
+    for var in [
+        "PMIX_NAMESPACE",
+        "PMIX_RANK",
+        "OMPI_COMM_WORLD_RANK",
+        "FSHMEM_CONDUIT",
+    ] {
+        assert!(found(job).contains(&var), "{var}: {job}");
+    }
     let out = run(mpirun(3).arg(any_bin("matmul")), TIMEOUT);
     assert_eq!(out.code(), Some(0), "{out:?}");
     let l: Vec<_> = out
@@ -135,17 +163,39 @@ fn slurm_srun_bootstraps_over_pmix_and_pmi2() {
     );
     passed(&out, 4);
     assert!(out.stdout.contains("provider tcp;ofi_rxm"), "{out:?}");
+    // SHMEM_INFO shows the service chosen and the launcher rows found.
+    let job = job_line(&out);
+    assert!(job.contains(": 4 PEs, bootstrap PMIx namespace "), "{job}");
+    for var in [
+        "PMIX_NAMESPACE",
+        "PMIX_RANK",
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+    ] {
+        assert!(found(job).contains(&var), "{var}: {job}");
+    }
+    assert!(!found(job).contains(&"FSHMEM_RANK"), "{job}");
     // 5 PEs through Slurm's PMI-2 plugin, which serves PMI-1 clients.
     let out = run(
-        &mut slurm.srun(&[
-            "-n".as_ref(),
-            "5".as_ref(),
-            "--mpi=pmi2".as_ref(),
-            example("api_check").as_os_str(),
-        ]),
+        slurm
+            .srun(&[
+                "-n".as_ref(),
+                "5".as_ref(),
+                "--mpi=pmi2".as_ref(),
+                example("api_check").as_os_str(),
+            ])
+            .env("SHMEM_INFO", "1"),
         TIMEOUT,
     );
     passed(&out, 5);
+    let job = job_line(&out);
+    assert!(
+        job.contains(": 5 PEs, bootstrap PMI-1 on descriptor "),
+        "{job}"
+    );
+    for var in ["PMI_FD", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"] {
+        assert!(found(job).contains(&var), "{var}: {job}");
+    }
     // Without a PMI plugin there is no bootstrap service: an error that
     // says what to set, not a hang.
     let out = run(

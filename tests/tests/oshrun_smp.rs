@@ -302,6 +302,121 @@ fn shmem_info_lists_every_layers_variables() {
 }
 
 #[test]
+fn shmem_info_shows_the_launcher_rows_found() {
+    let job = unique_job_id("info");
+    let out = run(
+        oshrun_cmd(&[
+            "-n".as_ref(),
+            "3".as_ref(),
+            "--job-id".as_ref(),
+            job.as_ref(),
+            bin("hello").as_os_str(),
+        ])
+        .env("SHMEM_INFO", "1")
+        .env_remove("PMI_RANK")
+        .env_remove("PMIX_NAMESPACE"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    let line = |var: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{var} ")))
+            .unwrap_or_else(|| panic!("{var} missing: {out:?}"))
+            .to_string()
+    };
+    // Every launcher's rows are listed: oshrun's with the values it set,
+    // the others' as not found.
+    assert!(line("FSHMEM_SIZE").contains("= 3 "), "{out:?}");
+    assert!(
+        line("FSHMEM_JOB_ID").contains(&format!("= {job} ")),
+        "{out:?}"
+    );
+    for var in [
+        "PMI_FD",
+        "PMI_RANK",
+        "PMIX_NAMESPACE",
+        "SLURM_PROCID",
+        "OMPI_COMM_WORLD_SIZE",
+    ] {
+        assert!(line(var).contains("= - "), "{var}: {out:?}");
+    }
+    let summary = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("fshmem job {job}: 3 PEs")))
+        .unwrap_or_else(|| panic!("no job line: {out:?}"));
+    assert!(
+        summary.contains("launcher variables found: FSHMEM_RANK FSHMEM_SIZE FSHMEM_JOB_ID"),
+        "{summary}"
+    );
+    assert!(!summary.contains("PMI"), "{summary}");
+}
+
+#[test]
+fn shmem_debug_0_leaves_oshrun_quiet_and_1_makes_it_talk() {
+    // A PE leaves a file of its job behind; oshrun removes it either way,
+    // and says so only when SHMEM_DEBUG is on (0 is off, not "set").
+    for (debug, talks) in [("0", false), ("no", false), ("1", true)] {
+        let job = unique_job_id("dbg");
+        let file = format!("/dev/shm/fshmem-{job}-ctl");
+        let out = run(
+            oshrun_cmd(&["-n", "1", "--job-id", &job, "touch", &file]).env("SHMEM_DEBUG", debug),
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.code(), Some(0), "{out:?}");
+        assert!(shm_files(&job).is_empty(), "{file} left behind: {out:?}");
+        let said = format!("oshrun: removed 1 shared-memory files of job {job}");
+        assert_eq!(
+            out.stderr.contains(&said),
+            talks,
+            "SHMEM_DEBUG={debug}: {out:?}"
+        );
+    }
+    // A value that is neither is an error naming it, before any PE starts.
+    let out = run(
+        oshrun_cmd(&["-n", "1", "true"]).env("SHMEM_DEBUG", "sometimes"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("oshrun: SHMEM_DEBUG=\"sometimes\" is not valid"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_bad_launcher_variable_stops_the_job_naming_it() {
+    // Under oshrun (the table is checked before any PE starts) ...
+    for (var, bad) in [("PMI_RANK", "zero"), ("SLURM_NTASKS", "4x")] {
+        let out = run(
+            oshrun_cmd(&["-n", "2", "true"]).env(var, bad),
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.code(), Some(2), "{var}: {out:?}");
+        assert!(
+            out.stderr.contains(&format!("{var}={bad:?} is not valid")),
+            "{var}: {out:?}"
+        );
+    }
+    // ... and in a program started without oshrun, at shmem_init.
+    let out = run(
+        Command::new(bin("hello"))
+            .env("OMPI_COMM_WORLD_RANK", "r1")
+            .env("OMPI_COMM_WORLD_SIZE", "2"),
+        Duration::from_secs(60),
+    );
+    assert_ne!(out.code(), Some(0), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("OMPI_COMM_WORLD_RANK=\"r1\" is not valid"),
+        "{out:?}"
+    );
+    assert!(!out.stdout.contains("Hello"), "{out:?}");
+}
+
+#[test]
 fn a_bad_conduit_setting_stops_the_job_before_it_starts() {
     for (var, bad) in [
         ("FSHMEM_PEER_TIMEOUT", "soon"),

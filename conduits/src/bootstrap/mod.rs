@@ -2,14 +2,16 @@
 //! traffic flows — their rank and size, an all-gather of small blobs (the
 //! ipv6 conduit exchanges socket addresses with it) and a barrier.
 //!
-//! Three ways, chosen by [`from_env`] from the process environment:
+//! Three ways, chosen once with the job from the launcher's typed
+//! variables ([`Service::choose`], kept in [`crate::JobEnv::bootstrap`])
+//! and opened by the network conduits at attach ([`open`]):
 //!
 //! - [`rendezvous`]: `FSHMEM_BOOTSTRAP=host:port` names a small TCP server
 //!   (`oshrun --conduit ipv6` runs one; otherwise rank 0 starts it in a
 //!   thread when the address is its own). Rank and size come from
 //!   `FSHMEM_RANK`/`FSHMEM_SIZE`, `PMI_RANK`/`PMI_SIZE` or Slurm's
-//!   `SLURM_PROCID`/`SLURM_NTASKS` — so it also serves `srun` and any
-//!   other launcher.
+//!   `SLURM_PROCID`/`SLURM_NTASKS` (see [`crate::JobEnv`]) — so it also
+//!   serves `srun` and any other launcher.
 //! - [`pmi`]: MPICH Hydra's PMI-1 wire protocol on the descriptor
 //!   `PMI_FD`, so `mpiexec -n N prog` works with no other setup (Slurm's
 //!   `srun --mpi=pmi2` serves PMI-1 clients on the same descriptor).
@@ -131,104 +133,138 @@ pub(crate) fn check_blob(mine: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Where rank and size come from when `FSHMEM_RANK`/`FSHMEM_SIZE` are not
-/// set: Hydra's PMI variables, then Slurm's, then Open MPI's `mpirun`'s.
-/// `None` when none is set.
-///
-/// ```
-/// use conduits::bootstrap::launcher_rank_size;
-/// let env = |k: &str| match k {
-///     "SLURM_PROCID" => Some("3".to_string()),
-///     "SLURM_NTASKS" => Some("8".to_string()),
-///     _ => None,
-/// };
-/// assert_eq!(launcher_rank_size(env).unwrap(), Some((3, 8, "slurm")));
-/// ```
-pub fn launcher_rank_size(
-    get: impl Fn(&str) -> Option<String>,
-) -> Result<Option<(usize, usize, &'static str)>> {
-    for (r, s, who) in [
-        ("PMI_RANK", "PMI_SIZE", "pmi"),
-        ("SLURM_PROCID", "SLURM_NTASKS", "slurm"),
-        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "ompi"),
-    ] {
-        match (get(r), get(s)) {
-            (Some(rank), Some(size)) => {
-                let parse = |var: &str, v: &str| {
-                    v.trim().parse::<usize>().map_err(|_| {
-                        ConduitError::Bootstrap(format!(
-                            "{var}={v:?} is not a non-negative integer"
-                        ))
-                    })
-                };
-                let (rank, size) = (parse(r, &rank)?, parse(s, &size)?);
-                if size == 0 || rank >= size {
-                    return Err(ConduitError::Bootstrap(format!(
-                        "{r}={rank} must be below {s}={size}"
-                    )));
-                }
-                return Ok(Some((rank, size, who)));
-            }
-            (None, None) => {}
-            _ => {
-                return Err(ConduitError::Bootstrap(format!(
-                    "{r} and {s} must be set together"
-                )));
-            }
-        }
-    }
-    Ok(None)
+/// The bootstrap service a launcher provides, chosen once with the job
+/// ([`crate::JobEnv::bootstrap`]) from its typed variables, so that no
+/// conduit reads the environment: the first that applies of
+/// `FSHMEM_BOOTSTRAP`, `PMI_FD`, and `PMIX_NAMESPACE` with `PMIX_RANK`;
+/// else [`Service::Single`] for a job of one PE, [`Service::Missing`] for
+/// more.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Service {
+    /// `FSHMEM_BOOTSTRAP=host:port`: the [`rendezvous`] server (oshrun's,
+    /// or one rank 0 starts when the address is its own).
+    Rendezvous(String),
+    /// PMI-1 on descriptor `fd` (`PMI_FD`), this process being `rank` of
+    /// `size` (`PMI_RANK`, `PMI_SIZE`): MPICH Hydra, `srun --mpi=pmi2`.
+    Pmi {
+        /// The connected socket to the process manager.
+        fd: i32,
+        /// `PMI_RANK`.
+        rank: usize,
+        /// `PMI_SIZE`.
+        size: usize,
+    },
+    /// PMIx, in namespace `namespace` (`PMIX_NAMESPACE`): Open MPI's
+    /// `mpirun`, `srun --mpi=pmix`. The client library is loaded at attach
+    /// (the `FSHMEM_PMIX_LIBRARY` setting).
+    Pmix {
+        /// The job's PMIx namespace.
+        namespace: String,
+    },
+    /// A job of one PE: every collective returns at once ([`Single`]).
+    Single,
+    /// Several PEs and no service: enough for conduits that need none
+    /// (smp, fpga); a network conduit's attach fails saying what to set
+    /// (Slurm's `srun --mpi=none`, ranks set by hand).
+    Missing,
 }
 
-/// Builds the bootstrap for PE `rank` of `size` from the launcher's
-/// environment read through `get`: the rendezvous when `FSHMEM_BOOTSTRAP`
-/// is set (joined within the `FSHMEM_BOOTSTRAP_TIMEOUT` setting), PMI-1
-/// when `PMI_FD` is, PMIx (the `FSHMEM_PMIX_LIBRARY` setting names the
-/// library) when `PMIX_NAMESPACE` and `PMIX_RANK` are, nothing for a
-/// singleton; otherwise an error saying what to set.
-pub fn from_env(
+impl Service {
+    /// The service for a job of `size` PEs whose launcher set `vars`.
+    /// `PMI_FD` without `PMI_RANK` and `PMI_SIZE` is an error naming them.
+    pub fn choose(vars: &crate::config::JobVars, size: usize) -> Result<Service> {
+        let l = &vars.launcher;
+        if let Some(addr) = &vars.bootstrap {
+            return Ok(Service::Rendezvous(addr.clone()));
+        }
+        if let Some(fd) = l.pmi_fd {
+            let (Some(rank), Some(size)) = (l.pmi_rank, l.pmi_size) else {
+                return Err(ConduitError::Bootstrap(format!(
+                    "PMI: PMI_FD={fd} is set, but not PMI_RANK and PMI_SIZE, which a PMI \
+                     process manager sets with it"
+                )));
+            };
+            // The table's range check keeps the descriptor an `i32`.
+            let fd = i32::try_from(fd).map_err(|_| {
+                ConduitError::Bootstrap(format!("PMI: PMI_FD={fd} is not a descriptor"))
+            })?;
+            return Ok(Service::Pmi { fd, rank, size });
+        }
+        if let (Some(ns), Some(_)) = (&l.pmix_namespace, l.pmix_rank) {
+            return Ok(Service::Pmix {
+                namespace: ns.clone(),
+            });
+        }
+        Ok(if size == 1 {
+            Service::Single
+        } else {
+            Service::Missing
+        })
+    }
+
+    /// A name for messages and `SHMEM_INFO`.
+    pub fn describe(&self) -> String {
+        match self {
+            Service::Rendezvous(a) => format!("rendezvous {a}"),
+            Service::Pmi { fd, .. } => format!("PMI-1 on descriptor {fd}"),
+            Service::Pmix { namespace } => format!("PMIx namespace {namespace}"),
+            Service::Single => "singleton".to_string(),
+            Service::Missing => "none".to_string(),
+        }
+    }
+}
+
+/// Builds the bootstrap of PE `rank` of `size` through `service`: joins
+/// the rendezvous (within the `FSHMEM_BOOTSTRAP_TIMEOUT` setting), opens
+/// the PMI-1 session (or takes the one opened early to name the job),
+/// initializes PMIx (the `FSHMEM_PMIX_LIBRARY` setting names the
+/// library), or nothing for a singleton; the service must agree on rank
+/// and size. [`Service::Missing`] is an error saying what to set.
+pub fn open(
+    service: &Service,
     rank: usize,
     size: usize,
-    get: impl Fn(&str) -> Option<String>,
     settings: &crate::config::Settings,
 ) -> Result<Box<dyn Bootstrap>> {
-    if let Some(addr) = get("FSHMEM_BOOTSTRAP") {
-        let c = rendezvous::Client::join(&addr, rank, size, settings.bootstrap_timeout)?;
-        return Ok(Box::new(c));
-    }
-    if get("PMI_FD").is_some() {
-        let p = match pmi::take_opened() {
-            Some(p) => p,
-            None => pmi::Pmi::from_env(&get)?,
-        };
-        if p.rank() != rank || p.size() != size {
+    let agree = |what: &str, b: &dyn Bootstrap| {
+        if b.rank() != rank || b.size() != size {
             return Err(ConduitError::Bootstrap(format!(
-                "PMI says rank {} of {}, the job environment rank {rank} of {size}",
-                p.rank(),
-                p.size()
+                "{what} says rank {} of {}, the job environment rank {rank} of {size}",
+                b.rank(),
+                b.size()
             )));
         }
-        return Ok(Box::new(p));
-    }
-    if pmix::launched(&get) {
-        let library = settings.pmix_library.as_deref().and_then(|p| p.to_str());
-        let p = pmix::Pmix::init(library)?;
-        if p.rank() != rank || p.size() != size {
-            return Err(ConduitError::Bootstrap(format!(
-                "PMIx says rank {} of {}, the job environment rank {rank} of {size}",
-                p.rank(),
-                p.size()
-            )));
+        Ok(())
+    };
+    match service {
+        Service::Rendezvous(addr) => {
+            let c = rendezvous::Client::join(addr, rank, size, settings.bootstrap_timeout)?;
+            Ok(Box::new(c))
         }
-        return Ok(Box::new(p));
+        Service::Pmi {
+            fd,
+            rank: r,
+            size: s,
+        } => {
+            let p = match pmi::take_opened() {
+                Some(p) => p,
+                None => pmi::Pmi::open(*fd, *r, *s)?,
+            };
+            agree("PMI", &p)?;
+            Ok(Box::new(p))
+        }
+        Service::Pmix { .. } => {
+            let library = settings.pmix_library.as_deref().and_then(|p| p.to_str());
+            let p = pmix::Pmix::init(library)?;
+            agree("PMIx", &p)?;
+            Ok(Box::new(p))
+        }
+        Service::Single if size == 1 => Ok(Box::new(Single)),
+        Service::Single | Service::Missing => Err(ConduitError::Bootstrap(format!(
+            "PE {rank} of {size}: no bootstrap service; set FSHMEM_BOOTSTRAP=host:port \
+             (a rendezvous server, run by rank 0 when the address is its own), start the job \
+             with a PMI or PMIx launcher (mpiexec, mpirun, srun --mpi=pmix) or with \
+             oshrun --conduit ipv6"
+        ))),
     }
-    if size == 1 {
-        return Ok(Box::new(Single));
-    }
-    Err(ConduitError::Bootstrap(format!(
-        "PE {rank} of {size}: no bootstrap service; set FSHMEM_BOOTSTRAP=host:port \
-         (a rendezvous server, run by rank 0 when the address is its own), start the job \
-         with a PMI or PMIx launcher (mpiexec, mpirun, srun --mpi=pmix) or with \
-         oshrun --conduit ipv6"
-    )))
 }

@@ -80,16 +80,17 @@ impl Line {
 /// The session [`open_early`] opened, until the bootstrap takes it.
 static OPENED: std::sync::Mutex<Option<Pmi>> = std::sync::Mutex::new(None);
 
-/// Opens this process's PMI-1 session before the bootstrap is built, so
-/// that the job can be named after its KVS name, and keeps it for
+/// Opens this process's PMI-1 session (descriptor `fd`, `rank` of `size`,
+/// as [`super::Service::Pmi`] holds them) before the bootstrap is built,
+/// so that the job can be named after its KVS name, and keeps it for
 /// [`take_opened`]; the KVS name. Once per process: later calls return
 /// the same name without opening another session.
-pub(crate) fn open_early(get: &impl Fn(&str) -> Option<String>) -> Result<String> {
+pub(crate) fn open_early(fd: i32, rank: usize, size: usize) -> Result<String> {
     static KVSNAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     if let Some(k) = KVSNAME.get() {
         return Ok(k.clone());
     }
-    let p = Pmi::from_env(get)?;
+    let p = Pmi::open(fd, rank, size)?;
     let k = p.kvsname.clone();
     *OPENED.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
     Ok(KVSNAME.get_or_init(|| k).clone())
@@ -114,22 +115,12 @@ pub struct Pmi {
 }
 
 impl Pmi {
-    /// Opens the session Hydra set up: `PMI_FD`, `PMI_RANK`, `PMI_SIZE`.
-    pub fn from_env(get: &impl Fn(&str) -> Option<String>) -> Result<Pmi> {
-        let num = |k: &str| -> Result<usize> {
-            let v =
-                get(k).ok_or_else(|| ConduitError::Bootstrap(format!("PMI: {k} is not set")))?;
-            v.trim()
-                .parse()
-                .map_err(|_| ConduitError::Bootstrap(format!("PMI: {k}={v:?} is not a number")))
-        };
-        let fd = num("PMI_FD")?;
-        let (rank, size) = (num("PMI_RANK")?, num("PMI_SIZE")?);
-        let fd = i32::try_from(fd).map_err(|_| {
-            ConduitError::Bootstrap(format!("PMI: PMI_FD={fd} is not a descriptor"))
-        })?;
+    /// Opens the session Hydra set up: the connected socket `fd` (its
+    /// `PMI_FD`), this process being `rank` of `size` (`PMI_RANK`,
+    /// `PMI_SIZE`), as the job read them ([`super::Service::Pmi`]).
+    pub fn open(fd: i32, rank: usize, size: usize) -> Result<Pmi> {
         // SAFETY: fcntl(F_GETFD) only queries the descriptor.
-        if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
             return Err(ConduitError::Bootstrap(format!(
                 "PMI: PMI_FD={fd} is not an open descriptor"
             )));
@@ -468,7 +459,7 @@ mod tests {
             unhex(&hex(&[0, 1, 254, 255])).unwrap(),
             vec![0, 1, 254, 255]
         );
-        let env = |k: &str| (k == "PMI_FD").then(|| "x".to_string());
-        assert!(Pmi::from_env(&env).is_err());
+        let e = Pmi::open(-1, 0, 1).unwrap_err().to_string();
+        assert!(e.contains("PMI_FD=-1"), "{e}");
     }
 }

@@ -150,11 +150,6 @@ fn lib(path: &str) -> Result<&'static Lib> {
     })
 }
 
-/// Whether a PMIx server launched this process.
-pub fn launched(get: &impl Fn(&str) -> Option<String>) -> bool {
-    get("PMIX_NAMESPACE").is_some() && get("PMIX_RANK").is_some()
-}
-
 /// A PE's PMIx session.
 pub struct Pmix {
     lib: &'static Lib,
@@ -404,14 +399,6 @@ impl Bootstrap for Pmix {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn launched_needs_namespace_and_rank() {
-        let env = |k: &str| (k == "PMIX_NAMESPACE").then(|| "ns".to_string());
-        assert!(!launched(&env));
-        let env = |k: &str| matches!(k, "PMIX_NAMESPACE" | "PMIX_RANK").then(|| "0".to_string());
-        assert!(launched(&env));
-    }
 
     #[test]
     fn info_layout_matches_c() {

@@ -662,11 +662,11 @@ impl JobBootstrap for Ipv6Conduit {
 }
 
 impl Lifecycle for Ipv6Conduit {
-    /// Bootstraps from the launcher's environment (`FSHMEM_BOOTSTRAP`,
-    /// PMI) and joins the job ([`Ipv6Conduit::attach_with`]).
+    /// Bootstraps through the launcher's service the job names
+    /// (`job.bootstrap`: rendezvous, PMI, PMIx) and joins the job
+    /// ([`Ipv6Conduit::attach_with`]).
     fn attach(job: &JobEnv, segment: SegmentRequest, settings: &Settings) -> Result<Self> {
-        let get = |k: &str| std::env::var(k).ok();
-        let boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
+        let boot = bootstrap::open(&job.bootstrap, job.rank, job.size, settings)?;
         Self::attach_with(job.rank, job.size, segment, boot, settings)
     }
 

@@ -514,11 +514,11 @@ impl JobBootstrap for OfiConduit {
 }
 
 impl Lifecycle for OfiConduit {
-    /// Bootstraps from the launcher's environment (rendezvous, PMI, PMIx)
-    /// and joins the job ([`OfiConduit::attach_with`]).
+    /// Bootstraps through the launcher's service the job names
+    /// (`job.bootstrap`: rendezvous, PMI, PMIx) and joins the job
+    /// ([`OfiConduit::attach_with`]).
     fn attach(job: &JobEnv, segment: SegmentRequest, settings: &Settings) -> Result<Self> {
-        let get = |k: &str| std::env::var(k).ok();
-        let boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
+        let boot = bootstrap::open(&job.bootstrap, job.rank, job.size, settings)?;
         Self::attach_job(job, segment, boot, settings)
     }
 

@@ -145,8 +145,7 @@ pub fn attach<On: OnNode, Off: OffNode>(
     segment: SegmentRequest,
     settings: &Settings,
 ) -> Result<Attached<On, Off>> {
-    let get = |k: &str| std::env::var(k).ok();
-    let mut boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
+    let mut boot = bootstrap::open(&job.bootstrap, job.rank, job.size, settings)?;
     let hosts = if job.size == 1 || settings.route == RouteMode::Off {
         Hosts::separate(job.size)
     } else {
@@ -261,6 +260,9 @@ impl<On: OnNode, Off: OffNode> Routed<On, Off> {
             size: members.len(),
             job_id: format!("{}.h{host}", job.job_id),
             conduit: ConduitKind::Smp,
+            // The on-node conduit needs no bootstrap service: the host's
+            // PEs meet in shared memory.
+            bootstrap: bootstrap::Service::Missing,
         };
         let on = On::attach_host(&host_job, len, settings)?;
         let backing = on.segment_backing().ok_or(ConduitError::Unsupported(
@@ -812,8 +814,7 @@ impl<On: OnNode, Off: OffNode> Lifecycle for Routed<On, Off> {
     /// Builds the bootstrap, exchanges host keys and attaches both
     /// conduits (a routed conduit even when no two PEs share a host).
     fn attach(job: &JobEnv, segment: SegmentRequest, settings: &Settings) -> Result<Self> {
-        let get = |k: &str| std::env::var(k).ok();
-        let mut boot = bootstrap::from_env(job.rank, job.size, get, settings)?;
+        let mut boot = bootstrap::open(&job.bootstrap, job.rank, job.size, settings)?;
         let key = settings.host_key.clone().unwrap_or_else(hosts::default_key);
         let hosts = hosts::exchange(boot.as_mut(), &key)?;
         Self::attach_with(job, segment, settings, boot, hosts)

@@ -13,6 +13,7 @@ fn job(rank: usize, size: usize, id: &str) -> JobEnv {
         size,
         job_id: id.to_string(),
         conduit: crate::kinds::ConduitKind::Smp,
+        bootstrap: crate::bootstrap::Service::Missing,
     }
 }
 

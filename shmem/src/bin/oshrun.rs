@@ -238,20 +238,17 @@ struct Pe {
 
 fn run(cli: Cli) -> Result<u8, String> {
     let n = cli.np as usize;
-    // The settings every PE will read, checked once here: a bad value stops
-    // the job before it starts, naming the variable.
-    let env = |k: &str| std::env::var(k).ok();
-    let settings = conduits::Settings::from_lookup(env).map_err(|e| e.to_string())?;
-    let conduit = match cli.conduit {
-        Some(k) => k,
-        None => match conduits::config::JobVars::from_lookup(env)
-            .map_err(|e| e.to_string())?
-            .conduit
-        {
-            Some(k) => k,
-            None if cli.hosts.is_some() => ConduitKind::Ipv6,
-            None => ConduitKind::default(),
-        },
+    // The configuration every PE will read (every layer's table), checked
+    // once here: a bad value stops the job before it starts, naming the
+    // variable.
+    let config =
+        shmem::Config::from_lookup(|k| std::env::var(k).ok()).map_err(|e| e.to_string())?;
+    let settings = &config.conduit;
+    let debug = config.debug;
+    let conduit = match (cli.conduit, config.job.conduit) {
+        (Some(k), _) | (None, Some(k)) => k,
+        (None, None) if cli.hosts.is_some() => ConduitKind::Ipv6,
+        (None, None) => ConduitKind::default(),
     };
     if !conduit.is_built() {
         return Err(format!(
@@ -288,7 +285,7 @@ fn run(cli: Cli) -> Result<u8, String> {
             HostNet::Auto => match hosts::Fabric::build(h) {
                 Ok(f) => Some(f),
                 Err(e) => {
-                    if std::env::var_os("SHMEM_DEBUG").is_some() {
+                    if debug {
                         conduits::report!("oshrun: {e}; the {h} hosts share [::1]");
                     }
                     None
@@ -300,9 +297,7 @@ fn run(cli: Cli) -> Result<u8, String> {
     let (program, args) = cli.command.split_first().expect("clap requires PROGRAM");
     // fpga: one devsim board per PE, stopped and removed when `boards` drops.
     let boards = match conduit {
-        ConduitKind::Fpga => Some(conduits::fpga::launch::Boards::start(
-            &job_id, n, &settings,
-        )?),
+        ConduitKind::Fpga => Some(conduits::fpga::launch::Boards::start(&job_id, n, settings)?),
         _ => None,
     };
     let cpus = match cli.bind {
@@ -481,7 +476,7 @@ fn run(cli: Cli) -> Result<u8, String> {
     drop(boards);
     drop(fabric);
     let removed = remove_job_files(&job_id);
-    if removed > 0 && std::env::var_os("SHMEM_DEBUG").is_some() {
+    if removed > 0 && debug {
         conduits::report!("oshrun: removed {removed} shared-memory files of job {job_id}");
     }
 

@@ -49,7 +49,6 @@ fn start(level: ThreadLevel, start_pes: bool) {
     let opts = StartOptions {
         c_api: true,
         start_pes,
-        ..StartOptions::default()
     };
     let r = Config::from_env().and_then(|c| Runtime::start(c, level, opts));
     match r {

@@ -113,9 +113,6 @@ pub(crate) struct StartOptions {
     /// Started by the deprecated `start_pes`, whose programs never
     /// finalize: no warning when the process exits.
     pub(crate) start_pes: bool,
-    /// The conduit chosen in code ([`crate::Builder::conduit`]), instead
-    /// of `FSHMEM_CONDUIT`.
-    pub(crate) conduit: Option<conduits::ConduitKind>,
 }
 
 /// The executable's static data mapped onto the segment.
@@ -167,12 +164,9 @@ pub const WAIT_TIMEOUT_STATUS: i32 = 124;
 impl Runtime {
     fn build(config: Config, thread_level: ThreadLevel, opts: StartOptions) -> Result<Runtime> {
         // Before the job is known, the PE is the rank its launcher gave.
-        let hint = conduits::job::rank_hint(|k| std::env::var(k).ok());
+        let hint = config.job.rank_hint();
         let boot = |e: ConduitError| ShmemError::conduit(hint, "shmem_init", e);
-        let mut job = JobEnv::from_env().map_err(boot)?;
-        if let Some(k) = opts.conduit {
-            job.conduit = k;
-        }
+        let job = JobEnv::join(&config.job).map_err(boot)?;
         let heap_len = config.symmetric_size;
         let scratch = config.coll.scratch;
         if scratch < 16 * job.size {
@@ -311,7 +305,7 @@ impl Runtime {
         rt.conduit
             .barrier()
             .map_err(|e| ShmemError::conduit(rt.me, "shmem_init", e))?;
-        rt.announce();
+        rt.announce(&job);
         Ok(rt)
     }
 
@@ -370,7 +364,7 @@ impl Runtime {
         }
     }
 
-    fn announce(&self) {
+    fn announce(&self, job: &JobEnv) {
         let c = &self.config;
         if self.me == 0 && c.version {
             println!(
@@ -380,6 +374,18 @@ impl Runtime {
         }
         if self.me == 0 && c.info {
             print!("{}", c.info_table());
+            let found = c.job.found();
+            println!(
+                "fshmem job {}: {} PEs, bootstrap {}; launcher variables found: {}",
+                job.job_id,
+                job.size,
+                job.bootstrap.describe(),
+                if found.is_empty() {
+                    "none".to_string()
+                } else {
+                    found.join(" ")
+                }
+            );
             let what = self.conduit.describe();
             if !what.is_empty() {
                 println!("fshmem {} conduit: {what}", self.conduit.kind());
