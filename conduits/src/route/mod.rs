@@ -6,7 +6,9 @@
 //! every network conduit) do.
 //!
 //! [`Routed`] is itself a conduit: it implements every trait of the
-//! contract, so the layers above do not change. Its parts:
+//! contract, so the layers above do not change. Its parts (the
+//! operations live in `rma`, the active messages in `am`, the router
+//! contexts in `ctx`):
 //!
 //! - [`hosts`]: host keys and the [`Hosts`] table, exchanged through the
 //!   launcher's bootstrap before any conduit attaches (§10.1).
@@ -20,7 +22,7 @@
 //!   coming back name job ranks again. A context is a pair of contexts,
 //!   one per conduit; `fence` and `quiet` cover both.
 //! - Atomics (§10.5): when both conduits apply atomics as CPU atomic
-//!   instructions on the mapped segment ([`Rma::cpu_atomics`]), each PE
+//!   instructions on the mapped segment ([`crate::contract::Rma::cpu_atomics`]), each PE
 //!   uses its own path; otherwise every atomic (and every signal update)
 //!   goes through the off-node conduit, on-node targets included, so that
 //!   one word never sees two kinds of atomic unit.
@@ -33,23 +35,26 @@
 
 pub mod hosts;
 
+mod am;
+mod ctx;
+mod rma;
+
 pub use hosts::{Hosts, MAX_KEY};
 
 use crate::bootstrap::{self, Bootstrap};
 use crate::config::RouteMode;
 use crate::contract::{
-    ActiveMessages, Conduit, CtxId, JobBootstrap, Lifecycle, Rma, SegmentBacking, SegmentRequest,
-    Segments, SignalOp,
+    Conduit, CtxId, JobBootstrap, Lifecycle, SegmentBacking, SegmentRequest, Segments,
 };
 use crate::error::{ConduitError, Result};
 use crate::job::JobEnv;
-use crate::{AmoOp, AmoWidth, Category, ConduitKind, HandlerFn, Settings};
-use gasnet_core::{AmError, AmMessage, NodeId, ReplySink, Token};
+use crate::{ConduitKind, Settings};
+use ctx::{CtxPair, LIVE};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The off-node conduit is polled once every this many calls of
-/// [`ActiveMessages::poll`] (the on-node one on every call). A network
+/// [`crate::contract::ActiveMessages::poll`] (the on-node one on every call). A network
 /// poll is a system call on a socket that is empty while PEs of one host
 /// talk: at 8, an intra-host ping-pong paid about 1.5 times a pure smp
 /// one; at 64 it is within 1.1 times, and off-node traffic does not wait
@@ -159,47 +164,6 @@ pub fn attach<On: OnNode, Off: OffNode>(
     }
     Routed::attach_with(job, segment, settings, boot, hosts).map(Attached::Routed)
 }
-
-/// One router context: the pair of contexts it stands for, and what its
-/// off-node context has outstanding (§10.3). On a cache line of its own,
-/// so that threads using contexts of their own do not share one.
-#[derive(Debug, Default)]
-#[repr(align(64))]
-struct CtxPair {
-    /// [`FREE`], [`BUSY`] (being created or destroyed) or [`LIVE`].
-    state: AtomicU8,
-    on: AtomicU32,
-    off: AtomicU32,
-    /// Off-node operations issued on this context that a quiet may have to
-    /// complete, counted as each returns.
-    off_issued: AtomicU64,
-    /// The count of `off_issued` that the last off-node quiet to return
-    /// had read before it began: every operation counted up to it is
-    /// complete.
-    off_quieted: AtomicU64,
-}
-
-impl CtxPair {
-    /// Counts an off-node operation that returned with `r`. Release: a
-    /// quiet that reads the count sees the operation issued.
-    #[inline(always)]
-    fn issued_off<T>(&self, r: Result<T>) -> Result<T> {
-        self.off_issued.fetch_add(1, Ordering::Release);
-        r
-    }
-
-    /// The count of off-node operations to cover, or `None` when every
-    /// one counted so far is complete.
-    #[inline(always)]
-    fn off_pending(&self) -> Option<u64> {
-        let issued = self.off_issued.load(Ordering::Acquire);
-        (self.off_quieted.load(Ordering::Acquire) < issued).then_some(issued)
-    }
-}
-
-const FREE: u8 = 0;
-const BUSY: u8 = 1;
-const LIVE: u8 = 2;
 
 /// A job routed by target PE: `On` between PEs of this host, `Off`
 /// between hosts. See the module documentation.
@@ -411,45 +375,6 @@ impl<On, Off> Routed<On, Off> {
     }
 }
 
-/// A handler of the on-node conduit, which names local ranks, made to
-/// show job ranks to `f`: the message's source, and the token's.
-fn job_ranked(f: HandlerFn, locals: Arc<[usize]>) -> HandlerFn {
-    Arc::new(move |tok: &mut Token<'_>, msg: &AmMessage<'_>| {
-        let src = locals
-            .get(msg.src as usize)
-            .map_or(msg.src, |&pe| pe as NodeId);
-        let m = AmMessage {
-            src,
-            category: msg.category,
-            direction: msg.direction,
-            handler: msg.handler,
-            args: msg.args,
-            payload: msg.payload,
-            offset: msg.offset,
-        };
-        let mut via = Forward(tok);
-        let mut t = Token::new(src, msg.direction, &mut via);
-        f(&mut t, &m);
-    })
-}
-
-/// Sends a wrapped handler's reply through the on-node token it was given.
-struct Forward<'a, 'b>(&'a mut Token<'b>);
-
-impl ReplySink for Forward<'_, '_> {
-    fn send_reply(
-        &mut self,
-        _dst: NodeId,
-        category: Category,
-        handler: u8,
-        args: &[u32],
-        payload: &[u8],
-        offset: u64,
-    ) -> std::result::Result<(), AmError> {
-        self.0.reply(category, handler, args, payload, offset)
-    }
-}
-
 impl<On: Conduit, Off: Conduit> Segments for Routed<On, Off> {
     #[inline]
     fn rank(&self) -> usize {
@@ -490,302 +415,6 @@ impl<On: Conduit, Off: Conduit> Segments for Routed<On, Off> {
         } else {
             pe
         }
-    }
-}
-
-impl<On, Off: Conduit> Routed<On, Off> {
-    /// Quiets off-node context `c_off` of router context `ctx` unless
-    /// every off-node operation counted on `ctx` is complete.
-    ///
-    /// An operation that returned before this call is counted in the
-    /// `issued` read here (the count is raised before it returns). If
-    /// `off_quieted` already reaches `issued`, an off-node quiet that had
-    /// read a count including that operation (so that saw it issued, by
-    /// the count's Release and Acquire) has returned: it completed it.
-    /// `off_quieted` moves only after that quiet returns, so a quiet still
-    /// running on another thread never lets this one skip.
-    #[inline(always)]
-    fn quiet_off(&self, ctx: CtxId, c_off: CtxId) -> Result<()> {
-        let p = self.slot(ctx);
-        let Some(issued) = p.off_pending() else {
-            return Ok(());
-        };
-        self.off.quiet(c_off)?;
-        p.off_quieted.fetch_max(issued, Ordering::Release);
-        Ok(())
-    }
-}
-
-impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
-    fn ctx_create(&self) -> Result<CtxId> {
-        for (i, p) in self.ctxs.iter().enumerate().skip(1) {
-            if p.state
-                .compare_exchange(FREE, BUSY, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
-            {
-                continue;
-            }
-            let on = match self.on.ctx_create() {
-                Ok(c) => c,
-                Err(e) => {
-                    p.state.store(FREE, Ordering::Release);
-                    return Err(self.lift(e));
-                }
-            };
-            let off = match self.off.ctx_create() {
-                Ok(c) => c,
-                Err(e) => {
-                    let _ = self.on.ctx_destroy(on);
-                    p.state.store(FREE, Ordering::Release);
-                    return Err(e);
-                }
-            };
-            p.on.store(on.0, Ordering::Relaxed);
-            p.off.store(off.0, Ordering::Relaxed);
-            // A new off-node context has nothing outstanding.
-            p.off_quieted
-                .fetch_max(p.off_issued.load(Ordering::Acquire), Ordering::Release);
-            p.state.store(LIVE, Ordering::Release);
-            return Ok(CtxId(i as u32));
-        }
-        Err(ConduitError::ContextLimit { max: MAX_CONTEXTS })
-    }
-
-    fn ctx_destroy(&self, ctx: CtxId) -> Result<()> {
-        if ctx == CtxId::DEFAULT {
-            return Err(ConduitError::NoContext { ctx: ctx.0 });
-        }
-        let (on, off) = self.pair(ctx)?;
-        let p = &self.ctxs[ctx.index()];
-        if p.state
-            .compare_exchange(LIVE, BUSY, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            return Err(ConduitError::NoContext { ctx: ctx.0 });
-        }
-        let r_on = self.on.ctx_destroy(on).map_err(|e| self.lift(e));
-        let r_off = self.off.ctx_destroy(off);
-        p.state.store(FREE, Ordering::Release);
-        r_on.and(r_off)
-    }
-
-    #[inline(always)]
-    fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
-        let (c_on, c_off) = self.pair(ctx)?;
-        match self.path(pe)? {
-            Path::On(l) => self.on.put(c_on, l, offset, src).map_err(|e| self.lift(e)),
-            Path::Off => self
-                .slot(ctx)
-                .issued_off(self.off.put(c_off, pe, offset, src)),
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn put_nbi(
-        &self,
-        ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        src: *const u8,
-        len: usize,
-    ) -> Result<()> {
-        let (c_on, c_off) = self.pair(ctx)?;
-        match self.path(pe)? {
-            Path::On(l) => {
-                // SAFETY: the caller upholds put_nbi's contract for `ctx`; the
-                // router's quiet of `ctx` quiets `c_on`, so it holds for it.
-                let r = unsafe { self.on.put_nbi(c_on, l, offset, src, len) };
-                r.map_err(|e| self.lift(e))
-            }
-            Path::Off => {
-                // SAFETY: as above, for `c_off`.
-                let r = unsafe { self.off.put_nbi(c_off, pe, offset, src, len) };
-                self.slot(ctx).issued_off(r)
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        let (c_on, c_off) = self.pair(ctx)?;
-        match self.path(pe)? {
-            Path::On(l) => self.on.get(c_on, l, offset, dst).map_err(|e| self.lift(e)),
-            Path::Off => self.off.get(c_off, pe, offset, dst),
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn get_nbi(
-        &self,
-        ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        dst: *mut u8,
-        len: usize,
-    ) -> Result<()> {
-        let (c_on, c_off) = self.pair(ctx)?;
-        match self.path(pe)? {
-            Path::On(l) => {
-                // SAFETY: the caller upholds get_nbi's contract for `ctx`; the
-                // router's quiet of `ctx` quiets `c_on`, so it holds for it.
-                let r = unsafe { self.on.get_nbi(c_on, l, offset, dst, len) };
-                r.map_err(|e| self.lift(e))
-            }
-            Path::Off => {
-                // SAFETY: as above, for `c_off`.
-                let r = unsafe { self.off.get_nbi(c_off, pe, offset, dst, len) };
-                self.slot(ctx).issued_off(r)
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn atomic(
-        &self,
-        ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        op: AmoOp,
-        width: AmoWidth,
-        operand: u64,
-        compare: u64,
-    ) -> Result<u64> {
-        let (c_on, c_off) = self.pair(ctx)?;
-        match self.path(pe)? {
-            Path::On(l) if self.atomics_on_node => self
-                .on
-                .atomic(c_on, l, offset, op, width, operand, compare)
-                .map_err(|e| self.lift(e)),
-            _ => self.slot(ctx).issued_off(
-                self.off
-                    .atomic(c_off, pe, offset, op, width, operand, compare),
-            ),
-        }
-    }
-
-    fn put_signal(
-        &self,
-        ctx: CtxId,
-        pe: usize,
-        offset: usize,
-        src: &[u8],
-        sig_offset: usize,
-        sig_op: SignalOp,
-        sig_value: u64,
-    ) -> Result<()> {
-        let (c_on, c_off) = self.pair(ctx)?;
-        match self.path(pe)? {
-            Path::On(l) if self.atomics_on_node => self
-                .on
-                .put_signal(c_on, l, offset, src, sig_offset, sig_op, sig_value)
-                .map_err(|e| self.lift(e)),
-            Path::On(l) => {
-                // The signal is an atomic, which must go off-node (§10.5):
-                // the data is complete before it is issued.
-                crate::error::check_word(pe, self.size, sig_offset, 8, self.segment_len())?;
-                self.on
-                    .put(c_on, l, offset, src)
-                    .and_then(|()| self.on.quiet(c_on))
-                    .map_err(|e| self.lift(e))?;
-                let r = self.off.atomic(
-                    c_off,
-                    pe,
-                    sig_offset,
-                    sig_op.amo(),
-                    AmoWidth::W64,
-                    sig_value,
-                    0,
-                );
-                self.slot(ctx).issued_off(r).map(drop)
-            }
-            Path::Off => self.slot(ctx).issued_off(
-                self.off
-                    .put_signal(c_off, pe, offset, src, sig_offset, sig_op, sig_value),
-            ),
-        }
-    }
-
-    /// Fences both conduits' contexts. When atomics to this host travel
-    /// off-node while puts travel on-node, one target is reached by two
-    /// paths, whose relative order only completion gives: both are
-    /// quieted instead. The off-node context is left alone when every
-    /// off-node operation of `ctx` is complete: there is nothing to order.
-    #[inline(always)]
-    fn fence(&self, ctx: CtxId) -> Result<()> {
-        let (c_on, c_off) = self.pair(ctx)?;
-        if self.atomics_on_node {
-            self.on.fence(c_on).map_err(|e| self.lift(e))?;
-            match self.slot(ctx).off_pending() {
-                Some(_) => self.off.fence(c_off),
-                None => Ok(()),
-            }
-        } else {
-            self.on.quiet(c_on).map_err(|e| self.lift(e))?;
-            self.quiet_off(ctx, c_off)
-        }
-    }
-
-    /// Quiets the on-node context, then the off-node one unless every
-    /// off-node operation of `ctx` is known complete (a job whose traffic
-    /// stays within the host never waits on the network conduit here).
-    /// The on-node quiet is always made: on smp it is a fence, which also
-    /// orders the stores a program makes through `shmem_ptr`.
-    #[inline(always)]
-    fn quiet(&self, ctx: CtxId) -> Result<()> {
-        let (c_on, c_off) = self.pair(ctx)?;
-        self.on.quiet(c_on).map_err(|e| self.lift(e))?;
-        self.quiet_off(ctx, c_off)
-    }
-
-    fn cpu_atomics(&self) -> bool {
-        self.atomics_on_node
-    }
-}
-
-impl<On: Conduit, Off: Conduit> ActiveMessages for Routed<On, Off> {
-    fn am_request(
-        &self,
-        pe: usize,
-        category: Category,
-        handler: u8,
-        args: &[u32],
-        payload: &[u8],
-        offset: usize,
-    ) -> Result<()> {
-        match self.path(pe)? {
-            Path::On(l) => self
-                .on
-                .am_request(l, category, handler, args, payload, offset)
-                .map_err(|e| self.lift(e)),
-            Path::Off => self
-                .off
-                .am_request(pe, category, handler, args, payload, offset),
-        }
-    }
-
-    fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-        self.on
-            .register_handler(index, job_ranked(f.clone(), self.locals.clone()))?;
-        self.off.register_handler(index, f)
-    }
-
-    fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
-        self.on
-            .register_system_handler(index, job_ranked(f.clone(), self.locals.clone()))?;
-        self.off.register_system_handler(index, f)
-    }
-
-    #[inline]
-    fn poll(&self) -> Result<()> {
-        self.on.poll().map_err(|e| self.lift(e))?;
-        if self
-            .polls
-            .fetch_add(1, Ordering::Relaxed)
-            .is_multiple_of(OFF_POLL_EVERY)
-        {
-            self.off.poll()?;
-        }
-        Ok(())
     }
 }
 
@@ -848,41 +477,5 @@ impl<On: OnNode, Off: OffNode> Lifecycle for Routed<On, Off> {
             self.locals,
             self.hosts.describe()
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::CtxPair;
-    use std::sync::atomic::Ordering;
-
-    #[test]
-    fn a_context_has_off_node_work_pending_until_a_quiet_covers_it() {
-        let p = CtxPair::default();
-        assert_eq!(
-            p.off_pending(),
-            None,
-            "a new context has nothing outstanding"
-        );
-        assert_eq!(p.issued_off(Ok::<u8, _>(7)).unwrap(), 7);
-        assert!(
-            p.issued_off::<()>(Err(crate::ConduitError::Unsupported("x")))
-                .is_err()
-        );
-        // A quiet reads the count, completes the off-node context, then
-        // records the count it read.
-        let read = p.off_pending().expect("two operations counted");
-        assert_eq!(read, 2);
-        p.issued_off(Ok(())).unwrap();
-        p.off_quieted.fetch_max(read, Ordering::Release);
-        // The operation counted after that quiet read is still pending.
-        assert_eq!(p.off_pending(), Some(3));
-        p.off_quieted.fetch_max(3, Ordering::Release);
-        assert_eq!(p.off_pending(), None);
-        // A quiet that read an older count and ends late never moves the
-        // mark back.
-        p.off_quieted.fetch_max(1, Ordering::Release);
-        assert_eq!(p.off_pending(), None);
-        assert_eq!(std::mem::align_of::<CtxPair>(), 64);
     }
 }

@@ -24,193 +24,33 @@
 //! children get an empty signal mask, and `PR_SET_PDEATHSIG(SIGKILL)` so
 //! that a job never outlives a killed oshrun.
 
+#[path = "oshrun/cli.rs"]
+mod cli;
+#[path = "oshrun/cpus.rs"]
+mod cpus;
 #[path = "oshrun/hosts.rs"]
 mod hosts;
+#[path = "oshrun/pes.rs"]
+mod pes;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use cli::{Bind, Cli, preprocess};
 use conduits::ConduitKind;
 use conduits::bootstrap::rendezvous::Server;
 use conduits::smp::remove_job_files;
 use hosts::HostNet;
-use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use pes::{
+    CausePipe, Outcome, Pe, SignalSet, child_setup, describe, forward, kill_all, reap, signal_name,
+    stop,
+};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-/// Most PEs oshrun starts.
-const MAX_PES: u32 = conduits::smp::MAX_PES as u32;
 /// How long the PEs of an ipv6 job have to reach the bootstrap server.
 const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long stopped PEs get between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_millis(400);
-
-const ENV_HELP: &str = "\
-Environment set for every PE:
-  FSHMEM_RANK      the PE's rank, 0..N-1
-  FSHMEM_SIZE      the number of PEs, N
-  FSHMEM_JOB_ID    the job id (names the job's shared memory,
-                   /dev/shm/fshmem-<job>-*)
-  FSHMEM_CONDUIT   the conduit (smp, ipv6, fpga or ofi)
-  FSHMEM_BOOTSTRAP with --conduit ipv6 or ofi: the [::1]:port of the rendezvous
-                   server oshrun runs for the job ([fd00:f5::ffff]:port, the
-                   hub, with --hosts in network namespaces)
-  FSHMEM_HOST_KEY  with --conduit ipv6 or ofi: the PE's host, <job>.h<k>
-                   (every PE its own host unless --hosts groups them)
-  FSHMEM_FPGA_DEVICE  fpga: the PE's devsim board directory
-                   (/dev/shm/fshmem-<job>-board<rank>/, removed at the end)
-  FSHMEM_LAUNCHER_FD  a pipe on which a PE that leaves because another PE
-                   failed names that PE, so that oshrun's message blames
-                   the PE that failed first (\"... after PE 1 failed\")
-
-Environment read by the PEs (passed through unchanged):
-  SHMEM_SYMMETRIC_SIZE  size of each PE's symmetric heap (e.g. 64M, 1G)
-  SHMEM_DEBUG           print debugging output when set to 1
-  SHMEM_INFO            print the library's configuration at start-up
-  SHMEM_VERSION         print the library version at start-up
-  FSHMEM_PEER_TIMEOUT   ipv6, fpga board links: silence before a peer is
-                        declared failed (10s)
-  FSHMEM_FPGA_WINDOW    fpga: each devsim board's DDR window (default 1G)
-  FSHMEM_DEVSIM_IMPAIR  fpga, testing: loss=5,dup=1,reorder=10 (percent of
-                        the board link datagrams dropped/duplicated/delayed)
-
-Exit status: 0 when every PE exits 0; otherwise the status of the first PE
-that failed (128+signal for a PE killed by a signal), after stopping the
-others; 130 (143 for SIGTERM, 129 for SIGHUP) when oshrun is interrupted;
-127 when the program cannot be started; 2 for usage errors.
-
-Examples:
-  oshrun -n 4 ./matmul
-  oshrun -np 8 --prefix ./hello --verbose
-  oshrun -n 4 --conduit ipv6 ./matmul
-  oshrun -n 6 --hosts 2 ./matmul      # 2 hosts of 3 PEs: smp within, ipv6 between";
-
-/// How PEs are pinned to CPUs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Bind {
-    /// PE r runs on the (r mod ncpus)-th CPU oshrun may use.
-    Core,
-    /// No pinning: the scheduler places PEs.
-    None,
-}
-
-/// Launch an fshmem OpenSHMEM job: N copies of PROGRAM, one per PE.
-#[derive(Debug, Parser)]
-#[command(
-    name = "oshrun",
-    version,
-    after_help = ENV_HELP,
-    override_usage = "oshrun -n N [OPTIONS] PROGRAM [ARGS]...\n       oshrun -np N [OPTIONS] PROGRAM [ARGS]..."
-)]
-struct Cli {
-    /// Number of PEs to start, 1..=1024 (`-np N` is accepted too).
-    #[arg(
-        short = 'n',
-        long = "np",
-        value_name = "N",
-        value_parser = clap::value_parser!(u32).range(1..=MAX_PES as i64)
-    )]
-    np: u32,
-
-    /// Transport the PEs use: smp, ipv6 over `[::1]`, fpga on devsim boards
-    /// started for the job, or ofi (libfabric; FSHMEM_OFI_PROVIDER chooses
-    /// the provider) (default: FSHMEM_CONDUIT, else smp).
-    #[arg(long, value_name = "CONDUIT", value_parser = parse_conduit)]
-    conduit: Option<ConduitKind>,
-
-    /// Model H hosts on this machine (network conduits: ipv6, the default
-    /// with --hosts, or ofi): PEs are placed on hosts in blocks, share
-    /// memory within a host and use the network conduit between hosts
-    /// (default: every PE a host of its own).
-    #[arg(long, value_name = "H", value_parser = clap::value_parser!(u32).range(1..=MAX_PES as i64))]
-    hosts: Option<u32>,
-
-    /// How the hosts of --hosts are networked: netns (a network namespace
-    /// per host, joined by a bridge; needs CAP_SYS_ADMIN and iproute2),
-    /// loopback (every host on ::1), or auto (netns when oshrun may
-    /// create namespaces).
-    #[arg(long, value_enum, value_name = "NET", default_value_t = HostNet::Auto)]
-    host_net: HostNet,
-
-    /// Prefix every line a PE prints (stdout and stderr) with `[pe N] `.
-    /// Without it, PEs write straight to oshrun's stdout and stderr.
-    #[arg(long)]
-    prefix: bool,
-
-    /// Pin each PE to one CPU (core) or leave placement to the scheduler (none).
-    #[arg(long, value_enum, default_value_t = Bind::Core)]
-    bind: Bind,
-
-    /// Job id naming the job's shared memory (1..=64 of [A-Za-z0-9_-]);
-    /// default: unique per run. An id another running oshrun holds is
-    /// refused before anything starts.
-    #[arg(long, value_name = "ID", value_parser = parse_job_id)]
-    job_id: Option<String>,
-
-    /// The program every PE runs, followed by its arguments.
-    #[arg(
-        value_name = "PROGRAM",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    command: Vec<OsString>,
-}
-
-fn parse_conduit(s: &str) -> Result<ConduitKind, String> {
-    s.parse::<ConduitKind>()
-        .map_err(|_| format!("expected {}", ConduitKind::names()))
-}
-
-fn parse_job_id(s: &str) -> Result<String, String> {
-    if !s.is_empty()
-        && s.len() <= 64
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        Ok(s.to_string())
-    } else {
-        Err("a job id is 1 to 64 characters of [A-Za-z0-9_-]".to_string())
-    }
-}
-
-/// Rewrites `-np N` (and `-np=N`) among oshrun's own options as `--np`;
-/// clap has no two-letter short options. Stops at the program name.
-fn preprocess(args: Vec<OsString>) -> Vec<OsString> {
-    let mut out = Vec::with_capacity(args.len());
-    let mut it = args.into_iter();
-    out.extend(it.next());
-    let mut expect_value = false;
-    let mut in_options = true;
-    for a in it {
-        if !in_options {
-            out.push(a);
-            continue;
-        }
-        if expect_value {
-            expect_value = false;
-            out.push(a);
-            continue;
-        }
-        let s = a.to_string_lossy();
-        if s == "--" || !s.starts_with('-') {
-            in_options = false;
-            out.push(a);
-        } else if s == "-np" {
-            expect_value = true;
-            out.push("--np".into());
-        } else if let Some(v) = s.strip_prefix("-np=") {
-            out.push(format!("--np={v}").into());
-        } else {
-            expect_value = matches!(
-                &*s,
-                "-n" | "--np" | "--conduit" | "--bind" | "--job-id" | "--hosts" | "--host-net"
-            );
-            out.push(a);
-        }
-    }
-    out
-}
 
 fn main() -> ExitCode {
     let cli = Cli::parse_from(preprocess(std::env::args_os().collect()));
@@ -221,19 +61,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// What became of one PE.
-#[derive(Clone, Copy, Debug)]
-enum Outcome {
-    Running,
-    Exited(i32),
-    Signaled(i32),
-}
-
-struct Pe {
-    pid: libc::pid_t,
-    outcome: Outcome,
 }
 
 fn run(cli: Cli) -> Result<u8, String> {
@@ -301,7 +128,7 @@ fn run(cli: Cli) -> Result<u8, String> {
         _ => None,
     };
     let cpus = match cli.bind {
-        Bind::Core => cpu_order(),
+        Bind::Core => cpus::cpu_order(),
         Bind::None => Vec::new(),
     };
 
@@ -507,343 +334,10 @@ fn run(cli: Cli) -> Result<u8, String> {
     })
 }
 
-/// The read end of the pipe through which PEs name the PE whose failure
-/// made them leave (see `conduits::job::tell_launcher_failed`): oshrun may
-/// see such a PE end before the failed one and must not blame it.
-struct CausePipe {
-    read: std::fs::File,
-    /// The write end, inherited by the PEs; closed in oshrun once they have
-    /// it.
-    write: Option<std::os::fd::OwnedFd>,
-    buf: Vec<u8>,
-    /// The first PE named.
-    first: Option<usize>,
-}
-
-impl CausePipe {
-    fn new() -> std::io::Result<CausePipe> {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe2 writes two descriptors into `fds`.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: both descriptors are new and owned by nothing else.
-        let (read, write) = unsafe {
-            (
-                std::fs::File::from_raw_fd(fds[0]),
-                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-            )
-        };
-        Ok(CausePipe {
-            read,
-            write: Some(write),
-            buf: Vec::new(),
-            first: None,
-        })
-    }
-
-    /// The write end's descriptor (-1 once closed).
-    fn write_fd(&self) -> libc::c_int {
-        use std::os::fd::AsRawFd;
-        self.write.as_ref().map_or(-1, |w| w.as_raw_fd())
-    }
-
-    /// Closes oshrun's copy of the write end once every PE has its own.
-    fn close_write(&mut self) {
-        self.write = None;
-    }
-
-    /// Reads what the PEs wrote so far; returns the first PE named.
-    fn poll(&mut self) -> Option<usize> {
-        let mut chunk = [0u8; 512];
-        while let Ok(k @ 1..) = self.read.read(&mut chunk) {
-            if self.buf.len() < 64 * 1024 {
-                self.buf.extend_from_slice(&chunk[..k]);
-            }
-        }
-        if self.first.is_none() {
-            self.first = self
-                .buf
-                .split(|&b| b == b'\n')
-                .filter_map(|l| std::str::from_utf8(l).ok()?.strip_prefix("failed "))
-                .find_map(|pe| pe.trim().parse().ok());
-        }
-        self.first
-    }
-
-    /// `" after PE r failed"` when a PE named `r`, not `rank`, as the PE
-    /// that failed first; empty otherwise.
-    fn after(&mut self, rank: usize) -> String {
-        match self.poll() {
-            Some(r) if r != rank => format!(" after PE {r} failed"),
-            _ => String::new(),
-        }
-    }
-}
-
-/// Runs in each child before exec: dies with oshrun, default signal mask,
-/// CPU pinning.
-fn child_setup(parent: libc::pid_t, cpu: Option<usize>, cause_fd: libc::c_int) {
-    // SAFETY: plain system calls on locals; async-signal-safe.
-    unsafe {
-        // The PE keeps the report pipe's write end across exec.
-        libc::fcntl(cause_fd, libc::F_SETFD, 0);
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
-        if libc::getppid() != parent {
-            // oshrun died before the death signal was armed.
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        if let Some(cpu) = cpu {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            // Pinning is best effort: a refused mask leaves the PE unpinned.
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
-    }
-}
-
-/// Copies a PE's output stream to oshrun's, line by line, with a prefix.
-fn forward(
-    rank: usize,
-    stream: impl Read + Send + 'static,
-    stderr: bool,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let prefix = format!("[pe {rank}] ");
-        let mut input = BufReader::new(stream);
-        let mut line = Vec::with_capacity(256);
-        loop {
-            line.clear();
-            match input.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if line.last() != Some(&b'\n') {
-                        line.push(b'\n');
-                    }
-                    let mut buf = Vec::with_capacity(prefix.len() + line.len());
-                    buf.extend_from_slice(prefix.as_bytes());
-                    buf.extend_from_slice(&line);
-                    // One write per line keeps lines of different PEs whole.
-                    let _ = if stderr {
-                        std::io::stderr().lock().write_all(&buf)
-                    } else {
-                        std::io::stdout().lock().write_all(&buf)
-                    };
-                }
-            }
-        }
-    })
-}
-
-/// Collects every child that has ended, in the order the kernel reports them.
-fn reap(pes: &mut [Pe], mut ended: impl FnMut(usize, Outcome)) {
-    loop {
-        let mut status = 0;
-        // SAFETY: waitpid with WNOHANG writes only to `status`.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if pid <= 0 {
-            return;
-        }
-        let outcome = if libc::WIFSIGNALED(status) {
-            Outcome::Signaled(libc::WTERMSIG(status))
-        } else if libc::WIFEXITED(status) {
-            Outcome::Exited(libc::WEXITSTATUS(status))
-        } else {
-            continue;
-        };
-        if let Some(rank) = pes.iter().position(|p| p.pid == pid) {
-            pes[rank].outcome = outcome;
-            ended(rank, outcome);
-        }
-    }
-}
-
-/// Asks every running PE to stop (SIGTERM); returns when that was.
-fn stop(pes: &[Pe]) -> Instant {
-    kill_all(pes, libc::SIGTERM);
-    Instant::now()
-}
-
-fn kill_all(pes: &[Pe], sig: i32) {
-    for p in pes.iter().filter(|p| matches!(p.outcome, Outcome::Running)) {
-        // SAFETY: the pid is our unreaped child, so it cannot have been reused.
-        unsafe { libc::kill(p.pid, sig) };
-    }
-}
-
-fn describe(o: Outcome) -> String {
-    match o {
-        Outcome::Exited(c) => format!("exited with status {c}"),
-        Outcome::Signaled(s) => format!("was killed by signal {s} ({})", signal_name(s)),
-        Outcome::Running => "is running".to_string(),
-    }
-}
-
-fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGXCPU => "SIGXCPU",
-        _ => return format!("signal {sig}"),
-    };
-    name.to_string()
-}
-
 fn default_job_id() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos() as u64 ^ d.as_secs().rotate_left(32))
         .unwrap_or(0);
     format!("j{:x}x{:x}", std::process::id(), nanos)
-}
-
-/// The CPUs oshrun may use, in the order PEs are placed on them.
-fn cpu_order() -> Vec<usize> {
-    let allowed = allowed_cpus();
-    #[cfg(feature = "hwloc")]
-    {
-        let ordered = hwloc_order(&allowed);
-        if !ordered.is_empty() {
-            return ordered;
-        }
-    }
-    allowed
-}
-
-/// The CPUs of oshrun's affinity mask, ascending.
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
-    // writes at most its size; CPU_ISSET reads within it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
-/// hwloc's order: the first hardware thread of every core, then the other
-/// hardware threads, restricted to `allowed`.
-#[cfg(feature = "hwloc")]
-fn hwloc_order(allowed: &[usize]) -> Vec<usize> {
-    use hwloc2::{ObjectType, Topology};
-    let Some(topo) = Topology::new() else {
-        return Vec::new();
-    };
-    let mut order: Vec<usize> = Vec::new();
-    if let Ok(cores) = topo.objects_with_type(&ObjectType::Core) {
-        for core in cores {
-            let first = core
-                .cpuset()
-                .into_iter()
-                .flat_map(|s| s.into_iter())
-                .map(|c| c as usize)
-                .find(|c| allowed.contains(c));
-            order.extend(first);
-        }
-    }
-    if let Ok(pus) = topo.objects_with_type(&ObjectType::PU) {
-        for pu in pus {
-            let c = pu.os_index() as usize;
-            if allowed.contains(&c) && !order.contains(&c) {
-                order.push(c);
-            }
-        }
-    }
-    order
-}
-
-/// The signals oshrun collects with `sigtimedwait`.
-struct SignalSet(libc::sigset_t);
-
-impl SignalSet {
-    fn launcher() -> SignalSet {
-        // SAFETY: sigemptyset/sigaddset initialise and modify the local set.
-        unsafe {
-            let mut s: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut s);
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
-                libc::sigaddset(&mut s, sig);
-            }
-            SignalSet(s)
-        }
-    }
-
-    /// Blocks the set in this thread (and so in threads it starts later).
-    fn block(&self) {
-        // SAFETY: the set is initialised; the old mask is not needed.
-        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &self.0, std::ptr::null_mut()) };
-    }
-
-    /// Waits up to `timeout` for a signal of the set; returns it.
-    fn wait(&self, timeout: Duration) -> Option<i32> {
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: the set is initialised and blocked; info may be null.
-        let sig = unsafe { libc::sigtimedwait(&self.0, std::ptr::null_mut(), &ts) };
-        (sig > 0).then_some(sig)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn os(v: &[&str]) -> Vec<OsString> {
-        v.iter().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn np_is_rewritten_only_among_own_options() {
-        assert_eq!(
-            preprocess(os(&["oshrun", "-np", "4", "prog", "-np", "2"])),
-            os(&["oshrun", "--np", "4", "prog", "-np", "2"])
-        );
-        assert_eq!(
-            preprocess(os(&["oshrun", "--prefix", "-np=3", "--bind", "none", "p"])),
-            os(&["oshrun", "--prefix", "--np=3", "--bind", "none", "p"])
-        );
-        assert_eq!(
-            preprocess(os(&["oshrun", "-n", "2", "p", "-np"])),
-            os(&["oshrun", "-n", "2", "p", "-np"])
-        );
-    }
-
-    #[test]
-    fn cli_parses_and_rejects() {
-        let c = Cli::try_parse_from(preprocess(os(&["oshrun", "-np", "5", "prog", "-x", "y"])))
-            .unwrap();
-        assert_eq!(c.np, 5);
-        assert_eq!(c.command, os(&["prog", "-x", "y"]));
-        assert_eq!(c.bind, Bind::Core);
-        assert!(Cli::try_parse_from(os(&["oshrun", "-n", "0", "prog"])).is_err());
-        assert!(Cli::try_parse_from(os(&["oshrun", "-n", "2"])).is_err());
-        assert!(Cli::try_parse_from(os(&["oshrun", "-n", "2", "--job-id", "a/b", "p"])).is_err());
-    }
 }
