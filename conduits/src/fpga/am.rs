@@ -187,3 +187,82 @@ impl FpgaConduit {
         self.dispatching.store(false, Ordering::Release);
     }
 }
+
+impl ActiveMessages for FpgaConduit {
+    fn am_request(
+        &self,
+        pe: usize,
+        category: Category,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<()> {
+        check_pe(pe, self.size)?;
+        if category == Category::Long {
+            check_range(pe, self.size, offset, payload.len(), self.segment_len())?;
+        }
+        self.send_am(
+            pe,
+            Direction::Request,
+            category,
+            handler,
+            args,
+            payload,
+            offset as u64,
+        )
+    }
+
+    /// A board with a compute core runs the requests to handlers
+    /// `FIRST_COMPUTE..=255` itself: a host handler there is refused.
+    fn register_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        if index >= gasnet_core::handlers::FIRST_COMPUTE && self.compute_cores() {
+            return Err(AmError::ComputeIndex(index).into());
+        }
+        self.handlers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .register_user(index, f)?;
+        Ok(())
+    }
+
+    fn register_system_handler(&self, index: u8, f: HandlerFn) -> Result<()> {
+        self.handlers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .register_system(index, f)?;
+        Ok(())
+    }
+
+    fn poll(&self) -> Result<()> {
+        {
+            let mut h = self.lock();
+            self.reap(&mut h);
+        }
+        self.drain_rq();
+        self.dispatch();
+        if let Some(e) = self
+            .unhandled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            return Err(e.into());
+        }
+        // Liveness (and a global exit), rate-limited: a few system calls
+        // every 10 ms at most.
+        if self
+            .polls
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(POLL_CHECK_CALLS)
+            && self.check_due()
+        {
+            self.slow_checks()?;
+        }
+        Ok(())
+    }
+
+    fn compute_cores(&self) -> bool {
+        self.board.id.caps & cmd::caps::COMPUTE != 0
+    }
+}
