@@ -18,7 +18,8 @@ impl Transport {
     }
 
     /// Liveness: fails with the first peer that owes an acknowledgement or
-    /// a response and has been silent for [`Config::peer_timeout`] through
+    /// a response and has been silent for
+    /// [`Config::peer_timeout`](super::Config::peer_timeout) through
     /// at least 8 probes; probes peers silent for
     /// [`Transport::probe_interval`] while something is owed (see the
     /// module documentation). Call it at least every few milliseconds.
