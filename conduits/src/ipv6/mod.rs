@@ -304,6 +304,7 @@ impl Ipv6Conduit {
             wake: EventFd::new()?,
             stop: AtomicBool::new(false),
             drivers: AtomicUsize::new(0),
+            app_polls: AtomicU64::new(0),
             issued: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             queued: AtomicI64::new(0),
@@ -626,6 +627,7 @@ impl ActiveMessages for Ipv6Conduit {
     }
 
     fn poll(&self) -> Result<()> {
+        self.shared.app_polls.fetch_add(1, Ordering::Relaxed);
         if let Some(mut c) = progress::try_lock(&self.core, &self.shared) {
             c.step(&self.shared);
         }

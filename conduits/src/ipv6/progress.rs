@@ -7,8 +7,12 @@
 //! waits for a completion (it polls the socket itself, so the reply needs
 //! no second thread to wake), or the progress thread, which serves remote
 //! requests while the application computes. While an application thread
-//! drives, the progress thread stays parked off the socket, so the two do
-//! not compete for datagrams or for the CPU they are often pinned to.
+//! drives, or polls the core from a wait loop of the layers above
+//! ([`crate::ActiveMessages::poll`], counted in `Shared::app_polls`), the
+//! progress thread stays parked off the socket, so the two do not compete
+//! for datagrams or for the CPU they are often pinned to: it naps for
+//! [`PARK`] at a time and takes the socket over after a nap in which no
+//! application thread polled (within two naps of the last poll).
 //!
 //! # Submission queues
 //!
@@ -65,8 +69,8 @@ const SPIN_AFTER_WORK: Duration = Duration::from_micros(100);
 const MAX_SLEEP: Duration = Duration::from_millis(10);
 
 /// How long the progress thread stays parked off the socket while an
-/// application thread drives, before it looks again.
-const PARK: Duration = Duration::from_millis(1);
+/// application thread drives or polls, before it looks again.
+const PARK: Duration = Duration::from_micros(500);
 
 /// How often the progress thread asks the bootstrap service for failures.
 const BOOT_CHECK: Duration = Duration::from_millis(20);
@@ -414,6 +418,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
     let sock_fd = lock(&core, &sh).sock_fd();
     let mut last_work = Instant::now();
     let mut last_boot_check = Instant::now();
+    let mut app_polls = sh.app_polls.load(Ordering::Relaxed);
     loop {
         // A failure the bootstrap service announced (a PE vanished).
         if last_boot_check.elapsed() >= BOOT_CHECK {
@@ -435,7 +440,9 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
             }
             return;
         }
-        if sh.drivers.load(Ordering::Acquire) > 0 {
+        let polls = sh.app_polls.load(Ordering::Relaxed);
+        if sh.drivers.load(Ordering::Acquire) > 0 || polls != app_polls {
+            app_polls = polls;
             super::net::wait_readable(None, sh.wake.fd(), PARK);
             sh.wake.clear();
             continue;
