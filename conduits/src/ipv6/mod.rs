@@ -336,7 +336,6 @@ impl Ipv6Conduit {
             ..reliable::Config::default()
         };
         let transport = reliable::Transport::new(rank as NodeId, &datagrams, cfg, Instant::now());
-        let seed = 0x9e37_79b9_7f4a_7c15 ^ (rank as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1);
         let core = Core::new(
             engine,
             transport,
@@ -344,7 +343,7 @@ impl Ipv6Conduit {
             peers.clone(),
             settings.ipv6_impair,
             settings.ipv6_batch,
-            seed,
+            rank as u16,
         );
         let sock_fd = core.sock_fd();
         let core = Arc::new(Mutex::new(core));

@@ -111,8 +111,10 @@ impl Core {
         peers: Vec<SocketAddrV6>,
         impair: Option<Impair>,
         mode: BatchMode,
-        seed: u64,
+        me: u16,
     ) -> Core {
+        // The impairment's generator, seeded per rank: runs repeat.
+        let seed = 0x9e37_79b9_7f4a_7c15 ^ (me as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1);
         let tx = SendBatch::new(mode, sock.as_raw_fd(), &peers);
         let sent_to = vec![0; peers.len()];
         Core {
@@ -120,7 +122,7 @@ impl Core {
             transport,
             sock,
             peers,
-            impair: impair.map(|f| Impairer::new(f, seed)),
+            impair: impair.map(|f| Impairer::new(f, seed, me)),
             waiting: HashMap::new(),
             backlog: VecDeque::new(),
             queues: Vec::new(),
@@ -224,7 +226,8 @@ impl Core {
                     .peers
                     .get(src)
                     .is_some_and(|p| p.ip() == from.ip() && p.port() == from.port());
-                if ok {
+                let cut = self.impair.as_ref().is_some_and(|i| i.cut_in(now));
+                if ok && !cut {
                     self.transport.receive(d, now);
                 }
             }

@@ -168,6 +168,7 @@ fn three_pes_small_mtu_with_loss_duplication_and_reordering() {
             loss: 5.0,
             dup: 1.0,
             reorder: 10.0,
+            cut: None,
         }),
         ..Settings::default()
     };
@@ -275,7 +276,8 @@ fn settings_parse_and_reject() {
         Some(Impair {
             loss: 5.0,
             dup: 1.0,
-            reorder: 3.0
+            reorder: 3.0,
+            cut: None,
         })
     );
     for bad in [

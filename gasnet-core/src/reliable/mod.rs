@@ -47,6 +47,19 @@
 //! stopped or cut off answers nothing and is declared failed
 //! `peer_timeout` after the last datagram it sent (or after this node
 //! started needing it), plus the caller's checking period.
+//!
+//! # Which side is cut off
+//!
+//! A node cut off from the others (its cable pulled, say) finds every
+//! peer it needs silent, while the others find only it silent: each side
+//! sees silence, and a node alone cannot tell whether the peer or its own
+//! link failed. So while any needed peer has been silent for a quarter of
+//! `peer_timeout`, [`Transport::check`] also probes every other peer,
+//! needed or not, at the probe interval. A node that still hears from
+//! one of them names the silent peer; a node that has heard from none of
+//! them since the cross-probing began, at least half the timeout before,
+//! names itself as cut off (`PeerSilent::peer` is its own id). In a job
+//! of two nodes there is no third to ask, and each names the other.
 
 use crate::wire::{
     self, FLAG_ACK, FLAG_ACK_NOW, FLAG_SEQ, Packet, PacketType, max_fragment_payload,
@@ -246,6 +259,9 @@ pub struct Transport {
     delivered: VecDeque<Packet>,
     scratch: Vec<u8>,
     stats: Stats,
+    /// Since when every peer is probed because one is suspect
+    /// ([`Transport::check`]).
+    cross_probing: Option<Instant>,
 }
 
 impl Transport {
@@ -270,6 +286,7 @@ impl Transport {
             delivered: VecDeque::new(),
             scratch: Vec::with_capacity(wire::MAX_UDP6_PAYLOAD),
             stats: Stats::default(),
+            cross_probing: None,
         }
     }
 
@@ -730,76 +747,13 @@ impl Transport {
         }
         t
     }
-
-    /// The probe interval: `min(keepalive, peer_timeout / 8)`, at least
-    /// 1 ms (see the module documentation).
-    pub fn probe_interval(&self) -> Duration {
-        self.cfg
-            .keepalive
-            .min(self.cfg.peer_timeout / 8)
-            .max(Duration::from_millis(1))
-    }
-
-    /// Liveness: fails with the first peer that owes an acknowledgement or
-    /// a response and has been silent for [`Config::peer_timeout`] through
-    /// at least 8 probes; probes peers silent for
-    /// [`Transport::probe_interval`] while something is owed (see the
-    /// module documentation). Call it at least every few milliseconds.
-    pub fn check(&mut self, now: Instant) -> Result<(), PeerSilent> {
-        let cfg = self.cfg;
-        let me = self.me;
-        let every = self.probe_interval();
-        for (i, p) in self.peers.iter_mut().enumerate() {
-            if i == me as usize {
-                continue;
-            }
-            if !p.needs_answer() {
-                p.needed_since = None;
-                p.probes = 0;
-                continue;
-            }
-            let since = p.needed_since.get_or_insert(now);
-            let base = p.last_heard.max(*since);
-            let silent = now.saturating_duration_since(base);
-            if silent >= cfg.peer_timeout && p.probes >= MIN_PROBES {
-                return Err(PeerSilent {
-                    peer: i as NodeId,
-                    reason: format!(
-                        "no packet from it for {:.1} s, {} probes unanswered ({} packets unacknowledged, {} requests unanswered)",
-                        silent.as_secs_f64(),
-                        p.probes,
-                        p.unacked.len() + p.queue.len(),
-                        p.awaiting
-                    ),
-                });
-            }
-            // Probe at every interval of the silence (the last probe
-            // counts only if it was sent during this silence).
-            let last = p.last_probe.filter(|&t| t >= base).unwrap_or(base);
-            if silent >= every && now.saturating_duration_since(last) >= every {
-                p.last_probe = Some(now);
-                p.probes += 1;
-                if !p.unacked.is_empty() {
-                    p.probe_due = true;
-                } else if p.queue.is_empty() {
-                    p.queue.push_back(Packet::short(
-                        Direction::Reply,
-                        me,
-                        i as NodeId,
-                        PROBE_HANDLER,
-                        &[],
-                    ));
-                }
-                // Else the queue's front goes out at the next transmit.
-            }
-        }
-        Ok(())
-    }
 }
 
 fn wire_max_args() -> usize {
     crate::MAX_ARGS
 }
+
+mod liveness;
 
 #[cfg(test)]
 mod tests;
