@@ -8,7 +8,10 @@
 #   bash scripts/liveness.sh detect ipv6|fpga   # a PE (ipv6) or a board
 #       (fpga) SIGKILLed, SIGSTOPped, and (fpga) a PE SIGSTOPped, RUNS (3)
 #       times each, with FSHMEM_PEER_TIMEOUT=T (2 s): the job must end
-#       non-zero naming PE 1 within T + 1 s of the signal.
+#       non-zero naming PE 1 within T + 1 s of the signal; then PE 1 (board
+#       1) cut off from the others, alive, by the impairment's cut=1@S
+#       (S: CUT (5) s after the launch, the same instant for every process):
+#       a PE must name PE 1 within T + 1 s of the cut.
 #
 # Prints one line per run and a summary; exits non-zero if any run failed.
 # Needs: cargo build --release --workspace --bins --examples
@@ -107,6 +110,31 @@ else
             printf '%s %s run %d: %s exit %s after %.2f s: %s\n' "$sig" "$who" "$run" "$verdict" "$rc" "$dt" \
                 "$(grep -v ': running$' "$out" | grep -m1 "PE 1" | cut -c1-200)"
         done
+    done
+    CUT=${CUT:-5}
+    for run in $(seq 1 "$RUNS"); do
+        id=live-$CONDUIT-CUT-$run-$$
+        out=$LOG/detect-$id.log
+        at=$(echo "$(date +%s.%N) + $CUT" | bc)
+        FSHMEM_PEER_TIMEOUT=${T}s FSHMEM_IPV6_IMPAIR=cut=1@$at FSHMEM_DEVSIM_IMPAIR=cut=1@$at \
+            timeout -k 5 120 "$R/oshrun" -n 4 --conduit "$CONDUIT" --job-id "$id" \
+            "$STRESS" 60 100000000 "$run" > "$out" 2>&1 &
+        job=$!
+        named=
+        for _ in $(seq 1 800); do
+            grep -q ": FAIL: .*PE 1 failed" "$out" && { named=$(date +%s.%N); break; }
+            sleep 0.05
+        done
+        wait $job
+        rc=$?
+        dt=$(echo "${named:-1000} - $at" | bc)
+        if [ "$rc" != 0 ] && [ -n "$named" ] && [ "$(echo "$dt <= $T + 1" | bc)" = 1 ]; then
+            verdict=ok
+        else
+            verdict=FAIL; fails=$((fails + 1))
+        fi
+        printf 'CUT PE 1 run %d: %s exit %s, named %.2f s after the cut: %s\n' \
+            "$run" "$verdict" "$rc" "$dt" "$(grep -m1 ": FAIL: .*PE 1 failed" "$out" | cut -c1-200)"
     done
 fi
 exit $((fails > 0))

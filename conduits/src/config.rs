@@ -196,7 +196,7 @@ gasnet_core::config_table! {
             help "ipv6: path MTU to assume (default: the route's)",
             check |m: &Option<usize>| m.map_or(Ok(()), |m| within(m, 1280, 65575));
         ipv6_impair: Option<Impair> = "FSHMEM_IPV6_IMPAIR", default "", Unset,
-            help "ipv6, tests only: loss=P,dup=P,reorder=P percent of datagrams sent";
+            help "ipv6, tests only: loss=P,dup=P,reorder=P percent of datagrams sent; cut=N@S cuts PE N off at UNIX time S";
         ipv6_batch: BatchMode = "FSHMEM_IPV6_BATCH", default "gso", Plain,
             help "ipv6: datagram batching, gso, mmsg or none";
         ipv6_stats: bool = "FSHMEM_IPV6_STATS", default "0", Plain,
@@ -209,7 +209,7 @@ gasnet_core::config_table! {
         devsim: Option<PathBuf> = "FSHMEM_DEVSIM", default "", Unset,
             help "the devsim program that starts boards (default: devsim beside the launcher, then PATH)";
         devsim_impair: Option<Impair> = "FSHMEM_DEVSIM_IMPAIR", default "", Unset,
-            help "devsim, tests only: loss=P,dup=P,reorder=P percent of link datagrams";
+            help "devsim, tests only: loss=P,dup=P,reorder=P percent of link datagrams; cut=N@S cuts board N off at UNIX time S";
         ofi_provider: Option<String> = "FSHMEM_OFI_PROVIDER", default "", Unset,
             help "ofi: the provider as fi_info -l names it (tcp;ofi_rxm, shm, verbs;ofi_rxm; default: the first fi_getinfo offers)",
             check check_ofi_name;

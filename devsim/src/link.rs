@@ -212,7 +212,7 @@ impl ReliableLink {
                 ..reliable::Config::default()
             },
             transport: None,
-            impair: impair.map(|f| Impairer::new(f, seed)),
+            impair: impair.map(|f| Impairer::new(f, seed, node)),
             failed: None,
             last_check: Instant::now(),
             buf: vec![0; 1 << 16],
@@ -258,6 +258,9 @@ impl ReliableLink {
                 let Some((n, port)) = self.udp.recv_raw(&mut self.buf) else {
                     break;
                 };
+                if self.impair.as_ref().is_some_and(|i| i.cut_in(now)) {
+                    continue;
+                }
                 let before = t.stats().crc_errors;
                 t.receive(&self.buf[..n], now);
                 if t.stats().crc_errors != before {

@@ -407,7 +407,7 @@ impl RtlBoard {
             bar0,
             board,
             udp,
-            impair: s.impair.map(|f| Impairer::new(f, seed)),
+            impair: s.impair.map(|f| Impairer::new(f, seed, node)),
             buf: vec![0; 1 << 16],
             rx_queue: Default::default(),
             rx_gap: [0; 2],
@@ -794,6 +794,13 @@ impl RtlBoard {
             let Some((n, port)) = self.udp.recv_raw(&mut self.buf) else {
                 break;
             };
+            if self
+                .impair
+                .as_ref()
+                .is_some_and(|i| i.cut_in(Instant::now()))
+            {
+                continue;
+            }
             self.rx_queue[port & 1].push_back(self.buf[..n].to_vec());
             any = true;
         }

@@ -10,12 +10,15 @@
 //! 2. With `FSHMEM_PEER_TIMEOUT=1s`, a PE whose process is SIGKILLed or
 //!    SIGSTOPped, and on fpga a board SIGSTOPped, is named by the job
 //!    within 2 s of the signal (`scripts/liveness.sh detect` repeats it).
+//! 3. With `FSHMEM_PEER_TIMEOUT=1s`, a PE (ipv6) or board (fpga) that is
+//!    alive but cut off from the others (the impairment's `cut=1@S`) is
+//!    named within the timeout + 1 s of the cut, by every side.
 
 use fshmem_tests::{
     board_pid, example, finish, oshrun_cmd, pe_pids, run, send_signal, shm_files, spawn,
     unique_job_id, wait_for,
 };
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A busy loop pinned to CPU 0, killed and reaped on drop.
 struct Hog(std::process::Child);
@@ -118,6 +121,53 @@ fn detect(conduit: &str, sig: i32, board: bool, expect: &str) {
     assert!(shm_files(&id).is_empty(), "{:?}", shm_files(&id));
 }
 
+/// Runs the stress mix on 4 PEs with a 1 s peer timeout and cuts PE 1
+/// (board 1) off from the others, alive, 5 s after the launch (the
+/// impairment's `cut=1@S`, the same instant for every process); the job
+/// must be running by then, and a PE must name PE 1 as failed, with
+/// `expect` in the output, within the timeout + 1 s of the cut; the job
+/// ends non-zero.
+fn detect_cut(conduit: &str, expect: &str) {
+    let id = unique_job_id("lc");
+    let cut = SystemTime::now() + Duration::from_secs(5);
+    let at = cut
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let impair = format!("cut=1@{at:.6}");
+    let mut cmd = oshrun_cmd(&["-n", "4", "--conduit", conduit, "--job-id", &id]);
+    cmd.arg(example("stress"))
+        .args(["30", "100000000", "5"])
+        .env("FSHMEM_PEER_TIMEOUT", "1s")
+        .env("FSHMEM_IPV6_IMPAIR", &impair)
+        .env("FSHMEM_DEVSIM_IMPAIR", &impair);
+    let mut child = spawn(&mut cmd);
+    assert!(
+        child
+            .wait_line(Duration::from_secs(30), |l| l == "stress: PE 1: running")
+            .is_some(),
+        "the job never ran: {}",
+        child.stdout_so_far()
+    );
+    assert!(
+        SystemTime::now() < cut,
+        "the job started after the cut: {}",
+        child.stdout_so_far()
+    );
+    let named = child.wait_line(Duration::from_secs(30), |l| {
+        l.contains(": FAIL: ") && l.contains("PE 1 failed")
+    });
+    let took = SystemTime::now().duration_since(cut).unwrap_or_default();
+    let out = finish(child, Duration::from_secs(30));
+    let all = format!("{}{}", out.stdout, out.stderr);
+    let ctx = format!("{conduit} cut: {named:?} {took:?} after the cut; {out:?}");
+    assert!(named.is_some(), "no PE named PE 1: {ctx}");
+    assert_ne!(out.code(), Some(0), "{ctx}");
+    assert!(all.contains(expect), "{ctx}");
+    assert!(took <= Duration::from_secs(2), "{ctx}");
+    assert!(shm_files(&id).is_empty(), "{:?}", shm_files(&id));
+}
+
 #[test]
 fn live_peers_are_never_blamed_and_dead_or_stopped_ones_are_named_in_time() {
     {
@@ -129,4 +179,6 @@ fn live_peers_are_never_blamed_and_dead_or_stopped_ones_are_named_in_time() {
     detect("fpga", libc::SIGKILL, false, "PE 1");
     detect("fpga", libc::SIGSTOP, false, "has been stopped");
     detect("fpga", libc::SIGSTOP, true, "stopped answering");
+    detect_cut("ipv6", "PE 1 failed");
+    detect_cut("fpga", "PE 1 failed");
 }

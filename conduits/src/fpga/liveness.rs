@@ -141,14 +141,20 @@ impl FpgaConduit {
         let bar0 = &self.board.bar0;
         if bar0.read32(regs::ERR_STATUS) & err::PEER_TIMEOUT != 0 {
             let node = bar0.read32(regs::ERR_INFO) as usize;
-            return Err(ConduitError::PeerFailed {
-                pe: node,
-                reason: format!(
+            // ERR_INFO names this board itself when it heard from none of
+            // its peers: its own link is cut (spec/registers.md §4.4).
+            let reason = if node == self.rank {
+                "its board's link is cut off from every other board (no packet from any \
+                 of them for the peer timeout, FSHMEM_PEER_TIMEOUT)"
+                    .to_string()
+            } else {
+                format!(
                     "its board stopped answering PE {}'s board on the link (no packet for \
                      the peer timeout, FSHMEM_PEER_TIMEOUT)",
                     self.rank
-                ),
-            });
+                )
+            };
+            return Err(ConduitError::PeerFailed { pe: node, reason });
         }
         if bar0.read32(regs::MAGIC) != cmd::MAGIC {
             return Err(ConduitError::PeerFailed {

@@ -587,6 +587,7 @@ fn lossy_duplicating_reordering_links_deliver_everything_exactly() {
         loss: 10.0,
         dup: 5.0,
         reorder: 20.0,
+        cut: None,
     };
     let n = 3;
     let b = TestBoards::start_with(

@@ -304,6 +304,7 @@ impl Ipv6Conduit {
             wake: EventFd::new()?,
             stop: AtomicBool::new(false),
             drivers: AtomicUsize::new(0),
+            app_polls: AtomicU64::new(0),
             issued: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             queued: AtomicI64::new(0),
@@ -335,7 +336,6 @@ impl Ipv6Conduit {
             ..reliable::Config::default()
         };
         let transport = reliable::Transport::new(rank as NodeId, &datagrams, cfg, Instant::now());
-        let seed = 0x9e37_79b9_7f4a_7c15 ^ (rank as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1);
         let core = Core::new(
             engine,
             transport,
@@ -343,7 +343,7 @@ impl Ipv6Conduit {
             peers.clone(),
             settings.ipv6_impair,
             settings.ipv6_batch,
-            seed,
+            rank as u16,
         );
         let sock_fd = core.sock_fd();
         let core = Arc::new(Mutex::new(core));
@@ -626,6 +626,7 @@ impl ActiveMessages for Ipv6Conduit {
     }
 
     fn poll(&self) -> Result<()> {
+        self.shared.app_polls.fetch_add(1, Ordering::Relaxed);
         if let Some(mut c) = progress::try_lock(&self.core, &self.shared) {
             c.step(&self.shared);
         }

@@ -7,8 +7,12 @@
 //! waits for a completion (it polls the socket itself, so the reply needs
 //! no second thread to wake), or the progress thread, which serves remote
 //! requests while the application computes. While an application thread
-//! drives, the progress thread stays parked off the socket, so the two do
-//! not compete for datagrams or for the CPU they are often pinned to.
+//! drives, or polls the core from a wait loop of the layers above
+//! ([`crate::ActiveMessages::poll`], counted in `Shared::app_polls`), the
+//! progress thread stays parked off the socket, so the two do not compete
+//! for datagrams or for the CPU they are often pinned to: it naps for
+//! [`PARK`] at a time and takes the socket over after a nap in which no
+//! application thread polled (within two naps of the last poll).
 //!
 //! # Submission queues
 //!
@@ -65,8 +69,8 @@ const SPIN_AFTER_WORK: Duration = Duration::from_micros(100);
 const MAX_SLEEP: Duration = Duration::from_millis(10);
 
 /// How long the progress thread stays parked off the socket while an
-/// application thread drives, before it looks again.
-const PARK: Duration = Duration::from_millis(1);
+/// application thread drives or polls, before it looks again.
+const PARK: Duration = Duration::from_micros(500);
 
 /// How often the progress thread asks the bootstrap service for failures.
 const BOOT_CHECK: Duration = Duration::from_millis(20);
@@ -107,8 +111,10 @@ impl Core {
         peers: Vec<SocketAddrV6>,
         impair: Option<Impair>,
         mode: BatchMode,
-        seed: u64,
+        me: u16,
     ) -> Core {
+        // The impairment's generator, seeded per rank: runs repeat.
+        let seed = 0x9e37_79b9_7f4a_7c15 ^ (me as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1);
         let tx = SendBatch::new(mode, sock.as_raw_fd(), &peers);
         let sent_to = vec![0; peers.len()];
         Core {
@@ -116,7 +122,7 @@ impl Core {
             transport,
             sock,
             peers,
-            impair: impair.map(|f| Impairer::new(f, seed)),
+            impair: impair.map(|f| Impairer::new(f, seed, me)),
             waiting: HashMap::new(),
             backlog: VecDeque::new(),
             queues: Vec::new(),
@@ -220,7 +226,8 @@ impl Core {
                     .peers
                     .get(src)
                     .is_some_and(|p| p.ip() == from.ip() && p.port() == from.port());
-                if ok {
+                let cut = self.impair.as_ref().is_some_and(|i| i.cut_in(now));
+                if ok && !cut {
                     self.transport.receive(d, now);
                 }
             }
@@ -414,6 +421,7 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
     let sock_fd = lock(&core, &sh).sock_fd();
     let mut last_work = Instant::now();
     let mut last_boot_check = Instant::now();
+    let mut app_polls = sh.app_polls.load(Ordering::Relaxed);
     loop {
         // A failure the bootstrap service announced (a PE vanished).
         if last_boot_check.elapsed() >= BOOT_CHECK {
@@ -435,7 +443,9 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
             }
             return;
         }
-        if sh.drivers.load(Ordering::Acquire) > 0 {
+        let polls = sh.app_polls.load(Ordering::Relaxed);
+        if sh.drivers.load(Ordering::Acquire) > 0 || polls != app_polls {
+            app_polls = polls;
             super::net::wait_readable(None, sh.wake.fd(), PARK);
             sh.wake.clear();
             continue;

@@ -38,6 +38,10 @@ pub(crate) struct Shared {
     pub(crate) stop: AtomicBool,
     /// Application threads currently driving the core.
     pub(crate) drivers: AtomicUsize,
+    /// Polls of the core by application threads ([`ActiveMessages::poll`]),
+    /// counted so the progress thread stays off the socket while an
+    /// application thread serves it from a wait loop.
+    pub(crate) app_polls: AtomicU64,
     pub(crate) issued: AtomicU64,
     pub(crate) completed: AtomicU64,
     /// Commands sent to a context's queue and not yet taken by the core's

@@ -168,6 +168,7 @@ fn three_pes_small_mtu_with_loss_duplication_and_reordering() {
             loss: 5.0,
             dup: 1.0,
             reorder: 10.0,
+            cut: None,
         }),
         ..Settings::default()
     };
@@ -211,6 +212,45 @@ fn a_silent_peer_is_reported_by_name() {
     });
 }
 
+/// A PE whose application thread polled the core from a wait loop (the
+/// progress thread then naps off the socket) and then stops calling the
+/// library, as a PE that computes does, still has its segment served: the
+/// progress thread takes the socket over and answers a peer's gets. Without
+/// the takeover the gets would wait for PE 1's next call, which comes only
+/// after PE 0 has its answers (a channel orders the two), and the test
+/// fails on its bound.
+#[test]
+fn a_pe_that_stops_polling_is_served_by_its_progress_thread() {
+    let (busy_tx, busy_rx) = std::sync::mpsc::channel::<()>();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let busy = (Mutex::new(busy_tx), Mutex::new(busy_rx));
+    let done = (Mutex::new(done_tx), Mutex::new(done_rx));
+    let limit = Duration::from_secs(20);
+    job(2, Settings::default(), move |c| {
+        if c.rank() == 1 {
+            c.put(CtxId::DEFAULT, 1, 64, &[0x5a; 8]).unwrap();
+            c.barrier().unwrap();
+            // Poll as a wait loop of the layers above does, then compute.
+            for _ in 0..10_000 {
+                c.poll().unwrap();
+            }
+            busy.0.lock().unwrap().send(()).unwrap();
+            done.1.lock().unwrap().recv_timeout(limit).unwrap();
+            c.finalize().unwrap();
+            return;
+        }
+        c.barrier().unwrap();
+        busy.1.lock().unwrap().recv_timeout(limit).unwrap();
+        for _ in 0..100 {
+            let mut buf = [0u8; 8];
+            c.get(CtxId::DEFAULT, 1, 64, &mut buf).unwrap();
+            assert_eq!(buf, [0x5a; 8]);
+        }
+        done.0.lock().unwrap().send(()).unwrap();
+        c.finalize().unwrap();
+    });
+}
+
 #[test]
 fn settings_parse_and_reject() {
     let env = |pairs: &'static [(&'static str, &'static str)]| {
@@ -236,7 +276,8 @@ fn settings_parse_and_reject() {
         Some(Impair {
             loss: 5.0,
             dup: 1.0,
-            reorder: 3.0
+            reorder: 3.0,
+            cut: None,
         })
     );
     for bad in [

@@ -531,10 +531,16 @@ impl BoardModel {
         {
             // Sticky until a reset: the host's liveness check reads it.
             self.peer_failure_raised = true;
-            crate::report(&format!(
-                "devsim board {}: peer board {node} stopped answering: {why}",
-                self.strap_node
-            ));
+            // A board that heard from none of its peers names itself
+            // (gasnet_core::reliable, "Which side is cut off").
+            crate::report(&if node as u32 == self.strap_node as u32 {
+                format!("devsim board {node}: {why}")
+            } else {
+                format!(
+                    "devsim board {}: peer board {node} stopped answering: {why}",
+                    self.strap_node
+                )
+            });
             self.set_err(err::PEER_TIMEOUT, node as u32);
             progress = true;
         }

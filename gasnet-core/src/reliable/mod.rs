@@ -47,6 +47,19 @@
 //! stopped or cut off answers nothing and is declared failed
 //! `peer_timeout` after the last datagram it sent (or after this node
 //! started needing it), plus the caller's checking period.
+//!
+//! # Which side is cut off
+//!
+//! A node cut off from the others (its cable pulled, say) finds every
+//! peer it needs silent, while the others find only it silent: each side
+//! sees silence, and a node alone cannot tell whether the peer or its own
+//! link failed. So while any needed peer has been silent for a quarter of
+//! `peer_timeout`, [`Transport::check`] also probes every other peer,
+//! needed or not, at the probe interval. A node that still hears from
+//! one of them names the silent peer; a node that has heard from none of
+//! them since the cross-probing began, at least half the timeout before,
+//! names itself as cut off (`PeerSilent::peer` is its own id). In a job
+//! of two nodes there is no third to ask, and each names the other.
 
 use crate::wire::{
     self, FLAG_ACK, FLAG_ACK_NOW, FLAG_SEQ, Packet, PacketType, max_fragment_payload,
@@ -246,6 +259,9 @@ pub struct Transport {
     delivered: VecDeque<Packet>,
     scratch: Vec<u8>,
     stats: Stats,
+    /// Since when every peer is probed because one is suspect
+    /// ([`Transport::check`]).
+    cross_probing: Option<Instant>,
 }
 
 impl Transport {
@@ -270,6 +286,7 @@ impl Transport {
             delivered: VecDeque::new(),
             scratch: Vec::with_capacity(wire::MAX_UDP6_PAYLOAD),
             stats: Stats::default(),
+            cross_probing: None,
         }
     }
 
@@ -737,5 +754,6 @@ fn wire_max_args() -> usize {
 }
 
 mod liveness;
+
 #[cfg(test)]
 mod tests;

@@ -578,3 +578,93 @@ fn a_peer_silent_past_the_timeout_is_declared_within_it_after_8_probes() {
     assert!(sends >= MIN_PROBES as usize, "{sends} probes sent");
     assert!(!probes.is_empty());
 }
+
+/// Three nodes that each send a request to every other one and answer
+/// what they receive; at 500 ms node 1 is cut off (no datagram to or from
+/// it arrives). With a 1 s peer timeout, nodes 0 and 2 (which still hear
+/// each other through their cross-probes) name node 1, and node 1, which
+/// hears nobody, names itself as cut off; all within the timeout and its
+/// probing after the cut. Without the cut nobody reports anything.
+#[test]
+fn the_cut_off_node_names_itself_and_the_others_name_it() {
+    for cut in [true, false] {
+        let t0 = Instant::now();
+        let mut now = t0;
+        let c = Config {
+            peer_timeout: Duration::from_secs(1),
+            ..Config::default()
+        };
+        let mut nodes: Vec<Transport> = (0..3)
+            .map(|i| Transport::new(i, &[1500; 3], c, now))
+            .collect();
+        let mut failed: Vec<Option<(PeerSilent, Duration)>> = vec![None, None, None];
+        let cut_at = t0 + Duration::from_millis(500);
+        let mut round = 0u32;
+        while now - t0 < Duration::from_secs(4) {
+            // Every 50 ms, each node asks every other one something.
+            if round.is_multiple_of(50) {
+                for (i, t) in nodes.iter_mut().enumerate() {
+                    for j in (0..3).filter(|&j| j != i) {
+                        t.send(
+                            Packet::short(Direction::Request, i as u16, j as u16, 70, &[round]),
+                            now,
+                        );
+                    }
+                }
+            }
+            let mut out = Vec::new();
+            for (i, t) in nodes.iter_mut().enumerate() {
+                t.transmit(now, &mut |d, b| out.push((i, d as usize, b.to_vec())));
+                if let Err(e) = t.check(now)
+                    && failed[i].is_none()
+                {
+                    failed[i] = Some((e, now - cut_at));
+                }
+            }
+            for (from, to, bytes) in out {
+                if cut && now >= cut_at && (from == 1 || to == 1) {
+                    continue;
+                }
+                nodes[to].receive(&bytes, now);
+            }
+            for (i, t) in nodes.iter_mut().enumerate() {
+                while let Some(p) = t.delivered() {
+                    if p.ptype
+                        == (PacketType::Am {
+                            category: Category::Short,
+                            direction: Direction::Request,
+                        })
+                    {
+                        t.send(
+                            Packet::short(Direction::Reply, i as u16, p.src, 71, &p.args),
+                            now,
+                        );
+                    }
+                }
+            }
+            now += Duration::from_millis(1);
+            round += 1;
+        }
+        if !cut {
+            assert_eq!(
+                failed,
+                vec![None, None, None],
+                "nothing is reported without a cut"
+            );
+            continue;
+        }
+        for (i, f) in failed.iter().enumerate() {
+            let (e, after) = f
+                .as_ref()
+                .unwrap_or_else(|| panic!("node {i} reported nothing"));
+            assert_eq!(e.peer, 1, "node {i}: {e:?}");
+            assert!(
+                after <= &Duration::from_millis(1300),
+                "node {i} after {after:?}"
+            );
+            if i == 1 {
+                assert!(e.reason.starts_with("cut off"), "{}", e.reason);
+            }
+        }
+    }
+}
