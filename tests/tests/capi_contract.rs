@@ -521,6 +521,59 @@ fn output_is_never_lost_and_the_failed_pe_is_named() {
     }
 }
 
+/// Text still in a PE's stdout buffer when oshrun stops it comes out: a
+/// line without its newline, and a stream the program made fully
+/// buffered, from PEs that wait outside the library (where only the stop
+/// signal ends them), on smp, ipv6 and fpga, with and without `--prefix`.
+#[test]
+fn output_is_never_lost_when_a_stopped_pe_had_it_buffered() {
+    let exe = compile("output_loss", &[]);
+    for conduit in ["smp", "ipv6", "fpga"] {
+        for n in [2, 3] {
+            for mode in ["partial", "full"] {
+                for prefix in [false, true] {
+                    let id = fshmem_tests::unique_job_id("buf");
+                    let mut cmd = fshmem_tests::oshrun_cmd(&[
+                        "-n",
+                        &n.to_string(),
+                        "--conduit",
+                        conduit,
+                        "--job-id",
+                        &id,
+                    ]);
+                    if prefix {
+                        cmd.arg("--prefix");
+                    }
+                    cmd.arg(&exe).arg(mode);
+                    let out = fshmem_tests::run(&mut cmd, fshmem_tests::JOB_TIMEOUT);
+                    let what = format!("{conduit} {n} PEs {mode} prefix {prefix}: {out:?}");
+                    assert_eq!(out.code(), Some(1), "{what}");
+                    for pe in 0..n {
+                        for i in 0..20 {
+                            let line = format!("PE {pe} line {i}");
+                            assert_eq!(
+                                out.stdout.lines().filter(|l| l.ends_with(&line)).count(),
+                                1,
+                                "{line}: {what}"
+                            );
+                        }
+                        if mode == "partial" {
+                            let tail = format!("PE {pe} tail-without-newline");
+                            assert_eq!(out.stdout.matches(&tail).count(), 1, "{what}");
+                        }
+                    }
+                    let culprit = format!(
+                        "PE 1: shmem_long_put: target PE {} out of range (job has {n} PEs)",
+                        n + 3
+                    );
+                    assert_eq!(lines_with(&out.stderr, &culprit).len(), 1, "{what}");
+                    assert!(fshmem_tests::shm_files(&id).is_empty(), "{what}");
+                }
+            }
+        }
+    }
+}
+
 /// OpenSHMEM 1.6: initialization and finalization again (nested and in
 /// rounds), `shmem_query_initialized`, sessions, `test_all` of an empty
 /// set, const comparison vectors; on every conduit.

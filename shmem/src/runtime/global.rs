@@ -262,6 +262,7 @@ impl Runtime {
                 GLOBAL.store(p, Ordering::SeqCst);
                 STATE.store(RUNNING, Ordering::Release);
                 install_exit_hook();
+                super::stop::install();
                 Ok(p)
             }
             Err(e) => {

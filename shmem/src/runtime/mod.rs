@@ -59,6 +59,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 mod contexts;
 mod global;
 mod long_sent;
+mod stop;
 mod tiles;
 
 pub(crate) use contexts::Contexts;
