@@ -110,6 +110,10 @@ struct State {
     sent: Vec<u64>,
     /// This PE's last active-set call.
     last: Option<Record>,
+    /// The announcement in progress: the PEs still awaited (with the count
+    /// that brings theirs), and the records that arrived.
+    pending: Vec<(usize, u64)>,
+    known: Vec<Record>,
 }
 
 impl Area {
@@ -121,6 +125,8 @@ impl Area {
                 expected: vec![0; n],
                 sent: vec![0; n],
                 last: None,
+                pending: Vec::new(),
+                known: Vec::new(),
             }),
         }
     }
@@ -133,50 +139,65 @@ impl Area {
 /// The announcement that starts active-set call `call` with `args` on
 /// `set`: returns once every PE of the set has announced the same call;
 /// when two PEs disagree, reports it (see the module) and ends the job.
-/// This PE must be a member of `set`.
+/// This PE must be a member of `set`. Announcements of one PE are made one
+/// at a time (the area's lock is held throughout; its buffers are reused,
+/// so a call allocates nothing).
 pub(crate) fn announce(rt: &Runtime, call: &'static str, set: ActiveSet, args: Args) -> Result<()> {
     let Some(area) = rt.active_area.as_ref() else {
         return Ok(());
     };
     let (me, n) = (rt.my_pe(), rt.n_pes());
-    let args = args.on_set(set);
-    let mine = Record::new(me, call, args);
-    let peers: Vec<usize> = set.members().into_iter().filter(|&p| p != me).collect();
-    let mut st = area.state.lock().unwrap_or_else(|p| p.into_inner());
+    let mine = Record::new(me, call, args.on_set(set));
+    let mut guard = area.state.lock().unwrap_or_else(|p| p.into_inner());
+    let st = &mut *guard;
     st.last = Some(mine);
+    st.pending.clear();
+    st.known.clear();
     let bytes = mine.encode();
-    for &q in &peers {
+    let cell = area.cell(n, me);
+    for i in 0..set.size {
+        let q = set.start + (i << set.log_stride);
+        if q == me {
+            continue;
+        }
         let k = st.sent[q];
         st.sent[q] += 1;
-        let cell = area.cell(n, me);
-        rt.conduit
-            .put_signal(
-                CtxId::DEFAULT,
-                q,
-                cell + 8 + RECORD_LEN * (k % 2) as usize,
-                &bytes,
-                cell,
-                SignalOp::Add,
-                1,
-            )
-            .map_err(|e| rt.err(call, e))?;
+        let place = cell + 8 + RECORD_LEN * (k % 2) as usize;
+        match rt.conduit.peer_segment(q) {
+            // A PE of this host: straight into its segment, as the
+            // collectives' own messages go (`collective::engine`); whether
+            // a PE is reached so never changes, so every message to one
+            // counter takes one path.
+            Some(base) => {
+                debug_assert!(cell + CELL <= rt.conduit.segment_len());
+                // SAFETY: `base` maps PE `q`'s segment, as long as this
+                // PE's; the place and the counter lie in the area inside
+                // it (the area's length holds `n` cells). The bytes are
+                // copied through raw pointers; the counter is only ever
+                // accessed atomically, and its owner reads the place
+                // after seeing the count (acquire).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(place), bytes.len());
+                    AtomicU64::from_ptr(base.add(cell).cast()).fetch_add(1, Ordering::AcqRel);
+                }
+            }
+            None => rt
+                .conduit
+                .put_signal(CtxId::DEFAULT, q, place, &bytes, cell, SignalOp::Add, 1)
+                .map_err(|e| rt.err(call, e))?,
+        }
+        st.expected[q] += 1;
+        st.pending.push((q, st.expected[q]));
     }
-    let want: Vec<u64> = peers
-        .iter()
-        .map(|&q| {
-            st.expected[q] += 1;
-            st.expected[q]
-        })
-        .collect();
-    drop(st);
-    let mut known = vec![mine];
-    let mut pending: Vec<(usize, u64)> = peers.into_iter().zip(want).collect();
+    let mut differs = false;
     let mut backoff = conduits::wait::Backoff::with_timeout(None);
-    let mut last_news = Instant::now();
-    let mut next_probe = last_news + FINALIZE_PROBE;
-    while !pending.is_empty() {
-        let before = pending.len();
-        pending.retain(|&(q, k)| {
+    // Read only once the wait has stopped spinning.
+    let mut last_news: Option<Instant> = None;
+    let mut next_probe: Option<Instant> = None;
+    while !st.pending.is_empty() {
+        let before = st.pending.len();
+        let known = &mut st.known;
+        st.pending.retain(|&(q, k)| {
             let cell = area.cell(n, q);
             if rt.load_word(cell, AmoWidth::W64) < k {
                 return true;
@@ -189,11 +210,13 @@ pub(crate) fn announce(rt: &Runtime, call: &'static str, set: ActiveSet, args: A
             // (acquire above) and writes it again only two of its calls
             // with this PE later, after this PE's next announcement.
             unsafe { std::ptr::copy_nonoverlapping(rt.local_addr(place), b.as_mut_ptr(), b.len()) };
-            known.push(Record::decode(&b).with_rank(q));
+            let r = Record::decode(&b).with_rank(q);
+            differs |= !r.same_call(&mine);
+            known.push(r);
             false
         });
-        if pending.len() != before {
-            last_news = Instant::now();
+        if st.pending.len() != before {
+            last_news = None;
             backoff.reset();
             continue;
         }
@@ -204,14 +227,16 @@ pub(crate) fn announce(rt: &Runtime, call: &'static str, set: ActiveSet, args: A
         }
         watch(rt, call);
         let now = Instant::now();
-        if now.duration_since(last_news) >= PARTIAL_AFTER
-            && let Some(f) = finding(&known)
-        {
-            found(rt, call, f)
+        let since = *last_news.get_or_insert(now);
+        if differs && now.duration_since(since) >= PARTIAL_AFTER {
+            st.known.push(mine);
+            if let Some(f) = finding(&st.known) {
+                found(rt, call, f)
+            }
         }
-        if now >= next_probe {
-            next_probe = now + FINALIZE_PROBE;
-            for &(q, k) in &pending {
+        if now >= *next_probe.get_or_insert(now + FINALIZE_PROBE) {
+            next_probe = Some(now + FINALIZE_PROBE);
+            for &(q, k) in &st.pending {
                 if let Some(f) = finalized_peer(rt, call, area, &mine, q, k)? {
                     found(rt, call, f)
                 }
@@ -219,8 +244,11 @@ pub(crate) fn announce(rt: &Runtime, call: &'static str, set: ActiveSet, args: A
         }
         backoff.snooze();
     }
-    if let Some(f) = finding(&known) {
-        found(rt, call, f)
+    if differs {
+        st.known.push(mine);
+        if let Some(f) = finding(&st.known) {
+            found(rt, call, f)
+        }
     }
     Ok(())
 }
@@ -231,7 +259,7 @@ fn finding(known: &[Record]) -> Option<(Record, Record)> {
     let first = known.iter().min_by_key(|r| r.rank())?;
     let other = known
         .iter()
-        .filter(|r| r.hash() != first.hash())
+        .filter(|r| !r.same_call(first))
         .min_by_key(|r| r.rank())?;
     Some((*first, *other))
 }
@@ -292,7 +320,14 @@ pub(crate) fn note_finalizing(rt: &Runtime) {
     let Some(area) = rt.active_area.as_ref() else {
         return;
     };
-    let st = area.state.lock().unwrap_or_else(|p| p.into_inner());
+    // Another thread inside an announcement (the program exits while one
+    // waits) holds the state: then nothing is published, and PEs waiting
+    // for this one are not told (they wait, as before this check).
+    let st = match area.state.try_lock() {
+        Ok(st) => st,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
     let mut words = Vec::with_capacity(st.sent.len());
     for s in &st.sent {
         words.extend_from_slice(&s.to_le_bytes());

@@ -120,6 +120,7 @@ impl ActiveSet {
     }
 
     /// The world PEs of the set, in set order.
+    #[cfg(test)]
     pub(crate) fn members(&self) -> Vec<usize> {
         (0..self.size)
             .map(|i| self.start + (i << self.log_stride))
@@ -386,7 +387,14 @@ impl Record {
         self
     }
 
+    /// Whether the two records are the same call (everything [`Args::hash`]
+    /// covers: not the rank, nor the routine's name).
+    pub(crate) fn same_call(&self, o: &Record) -> bool {
+        (self.kind, self.v, self.set) == (o.kind, o.v, o.set)
+    }
+
     /// The hash of the record's arguments (see [`Args::hash`]).
+    #[cfg(test)]
     pub(crate) fn hash(&self) -> u64 {
         hash_of(self.kind.map_or(0, |k| k as u64), &self.v, self.set)
     }
