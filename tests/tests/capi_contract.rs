@@ -576,7 +576,9 @@ fn output_is_never_lost_when_a_stopped_pe_had_it_buffered() {
 
 /// OpenSHMEM 1.6: initialization and finalization again (nested and in
 /// rounds), `shmem_query_initialized`, sessions, `test_all` of an empty
-/// set, const comparison vectors; on every conduit.
+/// set, const comparison vectors, `shmem_team_ptr` (a usable pointer to a
+/// peer of the host on smp, NULL to one it cannot reach on ipv6 and fpga),
+/// `shmem_pe_quiet`; on smp, ipv6 and fpga.
 #[test]
 fn openshmem_1_6_reinitialization_and_additions() {
     let reinit = compile("reinit", &[]);
@@ -592,8 +594,16 @@ fn openshmem_1_6_reinitialization_and_additions() {
             j.assert_ok_with(&format!("reinit: ok on {n} PEs"));
             j.assert_line("reinit: 3 rounds");
             assert!(j.out.stderr.is_empty(), "{conduit}: {j:?}");
-            let j = capi::job_on(conduit, n, &v16, &[], &[], fshmem_tests::JOB_TIMEOUT);
+            // Every PE maps every other's memory on smp; under oshrun on
+            // ipv6 and fpga each PE is a host of its own.
+            let reach = if conduit == "smp" {
+                "reachable"
+            } else {
+                "unreachable"
+            };
+            let j = capi::job_on(conduit, n, &v16, &[reach], &[], fshmem_tests::JOB_TIMEOUT);
             j.assert_ok_with(&format!("v16: ok on {n} PEs"));
+            assert!(j.out.stderr.is_empty(), "{conduit}: {j:?}");
         }
     }
 }
