@@ -140,7 +140,7 @@ impl ActiveSet {
     /// team's call). Any word decodes.
     fn of_word(w: u64) -> Option<ActiveSet> {
         let mask = (1u64 << SET_BITS) - 1;
-        (w >> 63 != 0).then(|| ActiveSet {
+        (w >> 63 != 0).then_some(ActiveSet {
             start: ((w >> (SET_BITS + 5)) & mask) as usize,
             log_stride: ((w >> SET_BITS) & 31) as u32,
             size: (w & mask) as usize,
