@@ -16,15 +16,18 @@
 //! agrees, everyone of the set has arrived: the announcement is the
 //! collective's entry barrier, and its data then moves on the set's slot.
 //!
-//! A PE sees a disagreement as soon as a differing record arrives; it
-//! names the lowest PE whose record it holds and the lowest PE that differs
-//! from it (after every expected record arrived, or after a second with
-//! some still missing). A PE may also wait for a record that never comes:
-//! the other PE's set does not contain it. That PE went on, and if it
-//! reached `shmem_finalize` (which waits for this one) it will never call
-//! again: the waiting PE reads, with one-sided gets, whether its peer is
-//! finalizing and how many announcements it had sent it, and when none is
-//! on its way, it names its own call and the peer's last active-set call.
+//! A PE knows of a disagreement once a differing record arrives; it names
+//! the lowest PE whose record it holds and the lowest PE whose call differs
+//! from that one's, once every expected record arrived (or five seconds
+//! after the last one, if some never come). A PE may also wait for a
+//! record that never comes because the other PE's set leaves it out. That
+//! PE went on; once it reached `shmem_finalize` (which waits for this one)
+//! it will never call again: the waiting PE reads, with one-sided gets,
+//! whether its peer is finalizing and how many announcements it had sent
+//! it, and when none is on its way, it names its own call and the peer's
+//! last active-set call. (A peer that never finalizes, busy elsewhere or
+//! waiting outside the collectives, leaves the wait as any other: endless,
+//! unless `FSHMEM_WAIT_TIMEOUT` bounds it, naming the PE awaited.)
 //!
 //! Every PE must then report the same disagreement and the job end with
 //! status 1. The PE that found it claims PE 0's *finding* (first claim
@@ -75,8 +78,10 @@ const _: () = assert!(LAST + RECORD_LEN <= FINDING && FINDING + 2 * RECORD_LEN <
 const _: () = assert!(8 + 2 * RECORD_LEN <= CELL);
 
 /// How long a PE that holds a differing record waits for the records
-/// still missing before it names the disagreement from what it has.
-const PARTIAL_AFTER: Duration = Duration::from_secs(1);
+/// still missing before it names the disagreement from what it has (a
+/// fallback: usually another PE of the set has every record and names
+/// the lowest pair first, or the finalization rule applies).
+const PARTIAL_AFTER: Duration = Duration::from_secs(5);
 /// How long a waiting PE waits before it first asks whether the PE it
 /// waits for is finalizing, and then between asks.
 const FINALIZE_PROBE: Duration = Duration::from_millis(20);
@@ -190,7 +195,7 @@ pub(crate) fn announce(rt: &Runtime, call: &'static str, set: ActiveSet, args: A
         st.pending.push((q, st.expected[q]));
     }
     let mut differs = false;
-    let mut backoff = conduits::wait::Backoff::with_timeout(None);
+    let mut backoff = conduits::wait::Backoff::new();
     // Read only once the wait has stopped spinning.
     let mut last_news: Option<Instant> = None;
     let mut next_probe: Option<Instant> = None;
@@ -233,6 +238,14 @@ pub(crate) fn announce(rt: &Runtime, call: &'static str, set: ActiveSet, args: A
             if let Some(f) = finding(&st.known) {
                 found(rt, call, f)
             }
+        }
+        if let Some(waited) = backoff.timed_out() {
+            let (q, _) = st.pending[0];
+            let what = format!(
+                "PE {q} to announce {} (it has not called it, or not on this set)",
+                mine.describe()
+            );
+            return Err(rt.err(call, conduits::ConduitError::Timeout { what, waited }));
         }
         if now >= *next_probe.get_or_insert(now + FINALIZE_PROBE) {
             next_probe = Some(now + FINALIZE_PROBE);
