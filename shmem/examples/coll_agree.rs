@@ -1,6 +1,6 @@
 //! The Rust API's side of the collectives' argument check: the last PE
-//! calls each collective with another root, count or operator than the
-//! others. Every PE gets the same error (naming both PEs and both calls),
+//! calls each collective with another root (one out of range too), count,
+//! stride or operator than the others. Every PE gets the same error (naming both PEs and both calls),
 //! nothing is written past what a PE asked for, and the team keeps
 //! working: a correct collective after the failures gives the right
 //! result. PE 0 prints `coll_agree: ok on N PEs` at the end.
@@ -72,6 +72,14 @@ fn main() -> Result<(), ShmemError> {
         expect_err("fcollect count", &dst, count, r);
         let r = w.alltoall(&dst, &src, if odd { 2 } else { 1 });
         expect_err("alltoall block", &dst, 2, r);
+        // A root that only the last PE has out of range: the others hear
+        // of it from the check, not from a hang.
+        let r = w.broadcast(&dst, &src, 4, if odd { n } else { 0 });
+        expect_err("broadcast root out of range", &dst, 4, r);
+        let r = w.alltoalls(&dst, &src, if odd { 2 } else { 1 }, 1, 2);
+        expect_err("alltoalls stride", &dst, 2, r);
+        let r = w.sum_inscan(&dst, &src, count);
+        expect_err("inscan count", &dst, count, r);
         // The team still works.
         w.sum_reduce(&dst, &src, 4)?;
         for i in 0..4 {

@@ -43,6 +43,10 @@ extern "C++" {
     static inline void shmem_put_signal_nbi(shmem_ctx_t c, T *d, const T *s, size_t n, uint64_t *sig, uint64_t v, int sig_op, int pe) { shmem_ctx_##N##_put_signal_nbi(c, d, s, n, sig, v, sig_op, pe); }
 SHMEMI_GT_RMA(SHMEMI_CXX_RMA, )
 
+/* Signals (1.6): the context forms of shmem_signal_add and _set. */
+static inline void shmem_signal_add(shmem_ctx_t c, uint64_t *sig, uint64_t v, int pe) { shmem_ctx_signal_add(c, sig, v, pe); }
+static inline void shmem_signal_set(shmem_ctx_t c, uint64_t *sig, uint64_t v, int pe) { shmem_ctx_signal_set(c, sig, v, pe); }
+
 /* Atomics: the extended, standard and bitwise families. */
 #define SHMEMI_CXX_AMO_EXT(T, N, op)                                                          \
     static inline T shmem_atomic_fetch(const T *s, int pe) { return shmem_##N##_atomic_fetch(s, pe); } \

@@ -276,10 +276,14 @@ void shmemi_generic_no_match(void);
         shmem_ctx_t: _Generic((SHMEMI_A1(__VA_ARGS__, 0, 0)) + 0,                      \
             L(ACTX, op) default: shmemi_generic_no_match),                            \
         L(AS, op) shmemi_never_t: shmemi_generic_no_match)(__VA_ARGS__)
-/* A routine without context form dispatching on argument `A`. */
+/* A routine without context form dispatching on argument `A` (`...C`: the
+ * argument may also point to const). */
 #define SHMEMI_G_ARG0(L, op, ...)                                                     \
     _Generic((SHMEMI_A0(__VA_ARGS__, 0)) + 0,                                         \
         L(SHMEMI_AS, op) shmemi_never_t: shmemi_generic_no_match)(__VA_ARGS__)
+#define SHMEMI_G_ARG0C(L, op, ...)                                                    \
+    _Generic((SHMEMI_A0(__VA_ARGS__, 0)) + 0,                                         \
+        L(SHMEMI_ASC, op) shmemi_never_t: shmemi_generic_no_match)(__VA_ARGS__)
 #define SHMEMI_G_ARG1(L, op, ...)                                                     \
     _Generic((SHMEMI_A1(__VA_ARGS__, 0, 0)) + 0,                                      \
         L(SHMEMI_AS, op) shmemi_never_t: shmemi_generic_no_match)(__VA_ARGS__)
@@ -297,6 +301,15 @@ void shmemi_generic_no_match(void);
 #define shmem_ibget(...) SHMEMI_G_CTX(SHMEMI_GT_RMA, SHMEMI_AS, SHMEMI_ACTX, ibget, __VA_ARGS__)
 #define shmem_put_signal(...) SHMEMI_G_CTX(SHMEMI_GT_RMA, SHMEMI_AS, SHMEMI_ACTX, put_signal, __VA_ARGS__)
 #define shmem_put_signal_nbi(...) SHMEMI_G_CTX(SHMEMI_GT_RMA, SHMEMI_AS, SHMEMI_ACTX, put_signal_nbi, __VA_ARGS__)
+
+/* Signals (1.6): shmem_signal_add(ctx, sig_addr, signal, pe) and
+ * shmem_signal_set(ctx, ...) next to the routines without a context. */
+#define shmem_signal_add(...)                                                         \
+    _Generic((SHMEMI_A0(__VA_ARGS__, 0)) + 0,                                         \
+        shmem_ctx_t: shmem_ctx_signal_add, default: shmem_signal_add)(__VA_ARGS__)
+#define shmem_signal_set(...)                                                         \
+    _Generic((SHMEMI_A0(__VA_ARGS__, 0)) + 0,                                         \
+        shmem_ctx_t: shmem_ctx_signal_set, default: shmem_signal_set)(__VA_ARGS__)
 
 /* Atomics */
 #define shmem_atomic_fetch(...) SHMEMI_G_CTX(SHMEMI_GT_AMO_EXT, SHMEMI_ASC, SHMEMI_ACTXC, atomic_fetch, __VA_ARGS__)
@@ -322,8 +335,9 @@ void shmemi_generic_no_match(void);
 #define shmem_atomic_fetch_or_nbi(...) SHMEMI_G_CTX(SHMEMI_GT_AMO_BIT, SHMEMI_AS, SHMEMI_ACTX, atomic_fetch_or_nbi, __VA_ARGS__)
 #define shmem_atomic_fetch_xor_nbi(...) SHMEMI_G_CTX(SHMEMI_GT_AMO_BIT, SHMEMI_AS, SHMEMI_ACTX, atomic_fetch_xor_nbi, __VA_ARGS__)
 
-/* Deprecated atomics */
-#define shmem_fetch(...) SHMEMI_G_ARG0(SHMEMI_GT_OLD_EXT, fetch, __VA_ARGS__)
+/* Deprecated atomics (shmem_fetch reads a const source, as its C11
+ * synopsis in 1.5 has it) */
+#define shmem_fetch(...) SHMEMI_G_ARG0C(SHMEMI_GT_OLD_EXT, fetch, __VA_ARGS__)
 #define shmem_set(...) SHMEMI_G_ARG0(SHMEMI_GT_OLD_EXT, set, __VA_ARGS__)
 #define shmem_swap(...) SHMEMI_G_ARG0(SHMEMI_GT_OLD_EXT, swap, __VA_ARGS__)
 #define shmem_cswap(...) SHMEMI_G_ARG0(SHMEMI_GT_OLD_STD, cswap, __VA_ARGS__)

@@ -363,3 +363,65 @@ fn a_job_id_in_use_is_refused_under_every_launcher() {
         held_intact(first, n, &id, &go, &what);
     }
 }
+
+/// Under Slurm's `srun` (the one-node cluster of `fshmem_tests::slurm`,
+/// PMIx): a job id that an srun job holds is refused to a second srun
+/// job and to an oshrun job, naming the PMIx namespace that holds it; one
+/// that an oshrun job holds is refused to an srun job. The first job's
+/// data stays intact each time.
+#[test]
+fn a_job_id_in_use_is_refused_under_srun() {
+    let exe = compile("job_hold", &[]);
+    let slurm = fshmem_tests::slurm::Slurm::start("jobid");
+    let srun = |n: usize, id: &str, file: &Path| {
+        let mut cmd = slurm.srun(&[
+            "-n".as_ref(),
+            n.to_string().as_ref(),
+            "--mpi=pmix".as_ref(),
+            exe.as_os_str(),
+            file.as_os_str(),
+        ]);
+        cmd.env("FSHMEM_JOB_ID", id).env("FSHMEM_CONDUIT", "smp");
+        cmd
+    };
+    for (first_by, n) in [("srun", 2), ("oshrun", 3)] {
+        let id = fshmem_tests::unique_job_id("dups");
+        let go = go_file(&id);
+        let what = format!("{first_by} first, {n} PEs");
+        let mut first_cmd = match first_by {
+            "srun" => srun(n, &id, &go),
+            _ => hold_cmd("smp", n, &id, &exe, &go),
+        };
+        let first = start_holding(&mut first_cmd, n, &go, &what);
+        let holder = match first_by {
+            "srun" => "(PMIx namespace ",
+            _ => "(oshrun pid ",
+        };
+        let seconds: &[&str] = if first_by == "srun" {
+            &["srun", "oshrun"]
+        } else {
+            &["srun"]
+        };
+        for &launcher in seconds {
+            let mut cmd = match launcher {
+                "srun" => srun(n, &id, &go),
+                _ => hold_cmd("smp", n, &id, &exe, &go),
+            };
+            let second = run(&mut cmd, JOB_TIMEOUT);
+            let what = format!("{what}: second job by {launcher}: {second:?}");
+            assert_ne!(second.code(), Some(0), "{what}");
+            assert!(!second.stdout.contains("holding"), "{what}");
+            let refusal = format!("job id {id} is in use by another job {holder}");
+            let refused = lines_with(&second.stderr, &refusal);
+            assert!(!refused.is_empty(), "{what}");
+            let (who, hint) = match launcher {
+                "oshrun" => ("oshrun: ", "choose another --job-id"),
+                _ => ("PE ", "give this job another FSHMEM_JOB_ID"),
+            };
+            for r in &refused {
+                assert!(r.starts_with(who) && r.ends_with(hint), "{what}: {r:?}");
+            }
+        }
+        held_intact(first, n, &id, &go, &what);
+    }
+}

@@ -7,10 +7,16 @@
 //! members take part. The user's `pSync` and `pWrk` are accepted and not
 //! used. The active-set reductions (`shmem_<type>_<op>_to_all`) are in
 //! [`super::reduce`].
+//!
+//! Every call starts with an announcement among the set's PEs
+//! (`collective::active`): PEs that passed different sets, or different
+//! arguments, are found and reported on every PE before data moves; for
+//! the barriers, the announcement is the barrier.
 
-use super::coll::{alltoall, alltoalls, broadcast, check, collect, fcollect};
+use super::coll::{Group, alltoall, alltoalls, broadcast, check, collect, fcollect};
 use super::{fail, invalid, rt};
 use crate::coll::Coll;
+use crate::collective::{ActiveSet, Args, announce};
 use crate::error::Result;
 use crate::runtime::{Runtime, layout};
 use crate::team::{TeamConfig, TeamState};
@@ -37,7 +43,7 @@ fn active_set(
     start: c_int,
     log_stride: c_int,
     size: c_int,
-) -> Result<Arc<TeamState>> {
+) -> Result<(Arc<TeamState>, ActiveSet)> {
     let n = rt.n_pes();
     let bad = || {
         invalid(
@@ -55,8 +61,9 @@ fn active_set(
     if start + (size - 1) * stride >= n {
         return Err(bad());
     }
+    let set = ActiveSet::new(start, log_stride as u32, size);
     if start == 0 && (stride == 1 || size == 1) && size == n {
-        return Ok(rt.pool.world.clone());
+        return Ok((rt.pool.world.clone(), set));
     }
     let members: Vec<usize> = (0..size).map(|i| start + i * stride).collect();
     let Some(me) = members.iter().position(|&p| p == rt.my_pe()) else {
@@ -69,7 +76,7 @@ fn active_set(
     let key = ((start as u64) << 40 | (log_stride as u64) << 32 | size as u64) + 1;
     let mut cache = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, st)) = cache.iter().find(|(k, _)| *k == key) {
-        return Ok(st.clone());
+        return Ok((st.clone(), set));
     }
     let (first, count) = rt.active_sets;
     let mut slot = None;
@@ -107,7 +114,7 @@ fn active_set(
         true,
     ));
     cache.push((key, st.clone()));
-    Ok(st)
+    Ok((st, set))
 }
 
 /// Runs an active-set collective.
@@ -116,15 +123,31 @@ pub(super) fn active_call(
     start: c_int,
     log: c_int,
     size: c_int,
-    f: impl FnOnce(&'static Runtime, &TeamState) -> Result<()>,
+    f: impl FnOnce(&'static Runtime, Group<'_>) -> Result<()>,
 ) {
     let rt = rt(call);
     match active_set(rt, call, start, log, size) {
-        Ok(t) => {
-            let r = f(rt, &t);
+        Ok((t, set)) => {
+            let r = f(
+                rt,
+                Group {
+                    t: &t,
+                    set: Some(set),
+                },
+            );
             check(rt, call, &t, r)
         }
         Err(e) => fail(e),
+    }
+}
+
+/// An active-set barrier: the announcement (every PE of the set has
+/// arrived, with the same set), on the set's team.
+fn active_barrier(rt: &Runtime, call: &'static str, g: Group<'_>) -> Result<()> {
+    let _c = Coll::new(rt, g.t, call)?;
+    match g.set {
+        Some(set) => announce(rt, call, set, Args::barrier()),
+        None => Ok(()),
     }
 }
 
@@ -133,9 +156,9 @@ pub(super) fn active_call(
 #[unsafe(export_name = "pshmem_barrier")]
 pub extern "C" fn shmem_barrier(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
     const CALL: &str = "shmem_barrier";
-    active_call(CALL, start, log, size, |rt, t| {
+    active_call(CALL, start, log, size, |rt, g| {
         rt.quiet(CALL)?;
-        Coll::new(rt, t, CALL)?.sync()
+        active_barrier(rt, CALL, g)
     })
 }
 weak_alias!("shmem_barrier");
@@ -145,9 +168,7 @@ weak_alias!("shmem_barrier");
 #[unsafe(export_name = "pshmem_sync")]
 pub extern "C" fn shmem_sync(start: c_int, log: c_int, size: c_int, _psync: *mut c_long) {
     const CALL: &str = "shmem_sync";
-    active_call(CALL, start, log, size, |rt, t| {
-        Coll::new(rt, t, CALL)?.sync()
-    })
+    active_call(CALL, start, log, size, |rt, g| active_barrier(rt, CALL, g))
 }
 weak_alias!("shmem_sync");
 

@@ -2,13 +2,15 @@
 //! every RMA type and the `mem` forms, on team handles. Each routine
 //! translates its addresses into segment offsets, checks them, and runs
 //! the engine of [`crate::coll`], whose entry sync also checks that every
-//! PE of the team passed the same arguments. The reductions and scans are
-//! in [`super::reduce`], the deprecated active-set forms in
+//! PE of the team passed the same arguments (the active-set forms check
+//! theirs with an announcement, `collective::active`). The reductions and
+//! scans are in [`super::reduce`], the deprecated active-set forms in
 //! [`super::active`].
 
 use super::{TeamH, fail, for_rma_types, invalid, rt, team_state};
 use crate::coll::ops::{ReduceOp, Reducible};
 use crate::coll::{Args, Coll};
+use crate::collective::ActiveSet;
 use crate::error::{Result, ShmemError};
 use crate::runtime::Runtime;
 use crate::team::TeamState;
@@ -28,12 +30,40 @@ fn bytes(rt: &Runtime, call: &'static str, n: usize, es: usize) -> Result<usize>
     super::nbytes(rt, call, n, es)
 }
 
+/// The PEs of a C collective: a team, or the active set of a deprecated
+/// routine (then `t` is the set's team state).
+#[derive(Clone, Copy)]
+pub(super) struct Group<'a> {
+    pub(super) t: &'a TeamState,
+    pub(super) set: Option<ActiveSet>,
+}
+
+impl<'a> Group<'a> {
+    /// The PEs of team `t`.
+    pub(super) fn team(t: &'a TeamState) -> Group<'a> {
+        Group { t, set: None }
+    }
+
+    /// Starts a data collective: the team's entry sync, or the active
+    /// set's announcement, checks that every PE passed `args`.
+    fn start(&self, rt: &'a Runtime, call: &'static str, args: Args) -> Result<Coll<'a>> {
+        match self.set {
+            None => Coll::new_data(rt, self.t, call, args),
+            Some(set) => {
+                let c = Coll::new(rt, self.t, call)?;
+                crate::collective::announce(rt, call, set, args)?;
+                Ok(c)
+            }
+        }
+    }
+}
+
 /// Broadcast of `nelems` elements of `es` bytes from team PE `root`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn broadcast(
     rt: &Runtime,
     call: &'static str,
-    t: &TeamState,
+    g: Group<'_>,
     dest: *mut c_void,
     src: *const c_void,
     nelems: usize,
@@ -41,19 +71,26 @@ pub(super) fn broadcast(
     root: c_int,
     keep_root_dest: bool,
 ) -> Result<()> {
+    let t = g.t;
     let len = bytes(rt, call, nelems, es)?;
-    let root = usize::try_from(root)
-        .ok()
-        .filter(|&r| r < t.size())
-        .ok_or_else(|| {
-            invalid(
-                rt,
-                call,
-                format!("root {root} is not in the team of {} PEs", t.size()),
-            )
-        })?;
     let d = sym(rt, call, dest, len)?;
     let s = sym(rt, call, src, len)?;
+    // The root enters the argument check as given: one PE's root out of
+    // range is a disagreement every PE reports; a root out of range on
+    // every PE is each PE's own error, found after the check.
+    let mut c = g.start(rt, call, Args::broadcast(root.into(), nelems, es))?;
+    let Some(root) = usize::try_from(root).ok().filter(|&r| r < t.size()) else {
+        // Every PE passed this root: each says so, and the team syncs once
+        // more so that no PE ends the job before all have.
+        let e = invalid(
+            rt,
+            call,
+            format!("root {root} is not in the team of {} PEs", t.size()),
+        );
+        conduits::report!("{e}");
+        let _ = c.sync();
+        super::exit_job(1)
+    };
     // The active-set broadcast leaves the root's destination unchanged.
     let saved = (keep_root_dest && t.me == root && len > 0 && d != s).then(|| {
         let mut v = vec![0u8; len];
@@ -63,7 +100,7 @@ pub(super) fn broadcast(
         unsafe { std::ptr::copy_nonoverlapping(rt.local_addr(d), v.as_mut_ptr(), len) };
         v
     });
-    Coll::new_data(rt, t, call, Args::broadcast(root, nelems, es))?.broadcast(d, s, len, root)?;
+    c.broadcast(d, s, len, root)?;
     if let Some(v) = saved {
         // SAFETY: as above; the broadcast has completed its sends from it.
         unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), rt.local_addr(d), len) };
@@ -74,23 +111,24 @@ pub(super) fn broadcast(
 pub(super) fn fcollect(
     rt: &Runtime,
     call: &'static str,
-    t: &TeamState,
+    g: Group<'_>,
     dest: *mut c_void,
     src: *const c_void,
     nelems: usize,
     es: usize,
 ) -> Result<()> {
     let len = bytes(rt, call, nelems, es)?;
-    let total = bytes(rt, call, len, t.size())?;
+    let total = bytes(rt, call, len, g.t.size())?;
     let d = sym(rt, call, dest, total)?;
     let s = sym(rt, call, src, len)?;
-    Coll::new_data(rt, t, call, Args::fcollect(nelems, es))?.fcollect(d, s, len)
+    g.start(rt, call, Args::fcollect(nelems, es))?
+        .fcollect(d, s, len)
 }
 
 pub(super) fn collect(
     rt: &Runtime,
     call: &'static str,
-    t: &TeamState,
+    g: Group<'_>,
     dest: *mut c_void,
     src: *const c_void,
     nelems: usize,
@@ -104,7 +142,7 @@ pub(super) fn collect(
         Err(_) if dest.is_null() => (0, 0),
         Err(e) => return Err(e),
     };
-    Coll::new_data(rt, t, call, Args::collect(es))?
+    g.start(rt, call, Args::collect(es))?
         .collect(d, cap, s, len)
         .map(drop)
 }
@@ -112,24 +150,25 @@ pub(super) fn collect(
 pub(super) fn alltoall(
     rt: &Runtime,
     call: &'static str,
-    t: &TeamState,
+    g: Group<'_>,
     dest: *mut c_void,
     src: *const c_void,
     nelems: usize,
     es: usize,
 ) -> Result<()> {
     let len = bytes(rt, call, nelems, es)?;
-    let total = bytes(rt, call, len, t.size())?;
+    let total = bytes(rt, call, len, g.t.size())?;
     let d = sym(rt, call, dest, total)?;
     let s = sym(rt, call, src, total)?;
-    Coll::new_data(rt, t, call, Args::alltoall(nelems, es))?.alltoall(d, s, len)
+    g.start(rt, call, Args::alltoall(nelems, es))?
+        .alltoall(d, s, len)
 }
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn alltoalls(
     rt: &Runtime,
     call: &'static str,
-    t: &TeamState,
+    g: Group<'_>,
     dest: *mut c_void,
     src: *const c_void,
     dst: isize,
@@ -148,19 +187,20 @@ pub(super) fn alltoalls(
         if nelems == 0 {
             return Ok(0);
         }
-        let k = bytes(rt, call, nelems, t.size())?;
+        let k = bytes(rt, call, nelems, g.t.size())?;
         bytes(rt, call, (k - 1) * stride + 1, es)
     };
     let d = sym(rt, call, dest, span(dst as usize)?)?;
     let s = sym(rt, call, src, span(sst as usize)?)?;
     let args = Args::alltoalls(nelems, es, dst as usize, sst as usize);
-    Coll::new_data(rt, t, call, args)?.alltoalls(d, s, dst as usize, sst as usize, es, nelems)
+    g.start(rt, call, args)?
+        .alltoalls(d, s, dst as usize, sst as usize, es, nelems)
 }
 
 pub(super) fn reduce<O: ReduceOp, T: Reducible<O>>(
     rt: &Runtime,
     call: &'static str,
-    t: &TeamState,
+    g: Group<'_>,
     dest: *mut c_void,
     src: *const c_void,
     nreduce: usize,
@@ -170,13 +210,14 @@ pub(super) fn reduce<O: ReduceOp, T: Reducible<O>>(
     let s = sym(rt, call, src, len)?;
     // Also with nothing to reduce: the entry sync checks that every PE
     // asked for nothing.
-    Coll::new_data(rt, t, call, Args::reduce::<T>(O::NAME, nreduce))?.reduce::<O, T>(d, s, nreduce)
+    g.start(rt, call, Args::reduce::<T>(O::NAME, nreduce))?
+        .reduce::<O, T>(d, s, nreduce)
 }
 
 pub(super) fn scan<O: ReduceOp, T: Reducible<O>>(
     rt: &Runtime,
     call: &'static str,
-    t: &TeamState,
+    g: Group<'_>,
     dest: *mut c_void,
     src: *const c_void,
     nreduce: usize,
@@ -186,7 +227,8 @@ pub(super) fn scan<O: ReduceOp, T: Reducible<O>>(
     let d = sym(rt, call, dest, len)?;
     let s = sym(rt, call, src, len)?;
     let args = Args::scan::<T>(O::NAME, nreduce, exclusive);
-    Coll::new_data(rt, t, call, args)?.scan::<O, T>(d, s, nreduce, exclusive)
+    g.start(rt, call, args)?
+        .scan::<O, T>(d, s, nreduce, exclusive)
 }
 
 /// Runs a team collective: 0, -1 for `SHMEM_TEAM_INVALID`; other errors
@@ -194,13 +236,13 @@ pub(super) fn scan<O: ReduceOp, T: Reducible<O>>(
 pub(super) fn team_call(
     call: &'static str,
     team: TeamH,
-    f: impl FnOnce(&'static Runtime, &TeamState) -> Result<()>,
+    f: impl FnOnce(&'static Runtime, Group<'_>) -> Result<()>,
 ) -> c_int {
     let rt = rt(call);
     let Some(t) = team_state(rt, team) else {
         return -1;
     };
-    let r = f(rt, t);
+    let r = f(rt, Group::team(t));
     check(rt, call, t, r);
     0
 }

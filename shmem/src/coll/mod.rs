@@ -210,16 +210,20 @@ impl Team<'_> {
         root: usize,
     ) -> Result<()> {
         const CALL: &str = "shmem_broadcast";
+        let d = self.need(CALL, dest, Some(nelems))?;
+        let s = self.need(CALL, source, Some(nelems))?;
+        // The root goes into the argument check as given: a root that one
+        // PE alone has out of range is a disagreement every PE reports;
+        // one out of range on every PE is each PE's error.
+        let root_arg = i64::try_from(root).unwrap_or(i64::MAX);
+        let mut c = self.data_coll(CALL, Args::broadcast(root_arg, nelems, size_of::<T>()))?;
         if root >= self.n_pes() {
             return Err(self.bad(
                 CALL,
                 format!("root {root} is not in the team of {} PEs", self.n_pes()),
             ));
         }
-        let d = self.need(CALL, dest, Some(nelems))?;
-        let s = self.need(CALL, source, Some(nelems))?;
-        self.data_coll(CALL, Args::broadcast(root, nelems, size_of::<T>()))?
-            .broadcast(d, s, nelems * size_of::<T>(), root)
+        c.broadcast(d, s, nelems * size_of::<T>(), root)
     }
 
     /// `shmem_fcollect`: concatenates `nelems` elements of every PE's

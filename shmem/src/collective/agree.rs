@@ -21,6 +21,12 @@
 //! routine's name and its arguments) in its team slot, fetches the two
 //! PEs' records, and reports the same two PEs and their two calls, before
 //! any data moves.
+//!
+//! The deprecated active-set collectives carry their set (`PE_start`,
+//! `logPE_stride`, `PE_size`) in their arguments too, and check them
+//! otherwise: PEs that pass different sets never meet on one team slot, so
+//! they exchange whole records on an area of their own
+//! (`collective::active`).
 
 use crate::error::ShmemError;
 
@@ -51,6 +57,9 @@ pub(crate) enum Kind {
     /// A read-only object freed ([`crate::sym::SymReadOnly::free`]); `v` as
     /// for `ReadOnly`.
     FreeReadOnly = 10,
+    /// A barrier or sync over an active set (`shmem_barrier`,
+    /// `shmem_sync`): no arguments but the set.
+    Barrier = 11,
 }
 
 impl Kind {
@@ -66,6 +75,7 @@ impl Kind {
             8 => Kind::ReadOnly,
             9 => Kind::Writable,
             10 => Kind::FreeReadOnly,
+            11 => Kind::Barrier,
             _ => return None,
         })
     }
@@ -76,15 +86,93 @@ impl Kind {
 pub(crate) struct Args {
     kind: Kind,
     v: [u64; 4],
+    /// The active set of a deprecated active-set call ([`ActiveSet::word`]),
+    /// 0 for a team's.
+    set: u64,
+}
+
+/// An active set of the deprecated collectives: the PEs `start`,
+/// `start + 2^log_stride`, ... (`size` of them), in world numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ActiveSet {
+    /// `PE_start`.
+    pub(crate) start: usize,
+    /// `logPE_stride` (0 when the set has one PE: the stride then names
+    /// no other PE, and sets that differ only there are the same set).
+    pub(crate) log_stride: u32,
+    /// `PE_size`.
+    pub(crate) size: usize,
+}
+
+/// Bits of `PE_start` and of `PE_size` in [`ActiveSet::word`].
+const SET_BITS: u32 = 29;
+
+impl ActiveSet {
+    /// The set of a checked triplet: `start` and `size` below 2^29 (jobs
+    /// are far smaller), `log_stride` below 31.
+    pub(crate) fn new(start: usize, log_stride: u32, size: usize) -> ActiveSet {
+        debug_assert!(start < 1 << SET_BITS && size < 1 << SET_BITS && log_stride < 31);
+        ActiveSet {
+            start,
+            log_stride: if size == 1 { 0 } else { log_stride },
+            size,
+        }
+    }
+
+    /// The world PEs of the set, in set order.
+    #[cfg(test)]
+    pub(crate) fn members(&self) -> Vec<usize> {
+        (0..self.size)
+            .map(|i| self.start + (i << self.log_stride))
+            .collect()
+    }
+
+    /// The set as one nonzero word: bit 63, then `start`, `log_stride`
+    /// and `size`.
+    fn word(&self) -> u64 {
+        1 << 63
+            | (self.start as u64) << (SET_BITS + 5)
+            | (self.log_stride as u64) << SET_BITS
+            | self.size as u64
+    }
+
+    /// The set of a word made by [`ActiveSet::word`]; `None` for 0 (a
+    /// team's call). Any word decodes.
+    fn of_word(w: u64) -> Option<ActiveSet> {
+        let mask = (1u64 << SET_BITS) - 1;
+        (w >> 63 != 0).then_some(ActiveSet {
+            start: ((w >> (SET_BITS + 5)) & mask) as usize,
+            log_stride: ((w >> SET_BITS) & 31) as u32,
+            size: (w & mask) as usize,
+        })
+    }
 }
 
 impl Args {
-    /// A broadcast from team PE `root` of `nelems` elements of `es` bytes.
-    pub(crate) fn broadcast(root: usize, nelems: usize, es: usize) -> Args {
+    /// A broadcast from team PE `root` (as the caller gave it: a root out
+    /// of range on one PE is a disagreement the others see too) of
+    /// `nelems` elements of `es` bytes.
+    pub(crate) fn broadcast(root: i64, nelems: usize, es: usize) -> Args {
         Args {
             kind: Kind::Broadcast,
             v: [root as u64, nelems as u64, es as u64, 0],
+            set: 0,
         }
+    }
+
+    /// A barrier or sync over an active set.
+    pub(crate) fn barrier() -> Args {
+        Args {
+            kind: Kind::Barrier,
+            v: [0; 4],
+            set: 0,
+        }
+    }
+
+    /// The same call, made on active set `set` (deprecated routines).
+    pub(crate) fn on_set(mut self, set: ActiveSet) -> Args {
+        self.set = set.word();
+        self
     }
 
     /// An fcollect of `nelems` elements of `es` bytes per PE.
@@ -92,6 +180,7 @@ impl Args {
         Args {
             kind: Kind::Fcollect,
             v: [nelems as u64, es as u64, 0, 0],
+            set: 0,
         }
     }
 
@@ -100,6 +189,7 @@ impl Args {
         Args {
             kind: Kind::Collect,
             v: [es as u64, 0, 0, 0],
+            set: 0,
         }
     }
 
@@ -108,6 +198,7 @@ impl Args {
         Args {
             kind: Kind::Alltoall,
             v: [nelems as u64, es as u64, 0, 0],
+            set: 0,
         }
     }
 
@@ -116,6 +207,7 @@ impl Args {
         Args {
             kind: Kind::Alltoalls,
             v: [nelems as u64, es as u64, dst as u64, sst as u64],
+            set: 0,
         }
     }
 
@@ -129,6 +221,7 @@ impl Args {
                 tag(op, std::any::type_name::<T>()),
                 0,
             ],
+            set: 0,
         }
     }
 
@@ -142,6 +235,7 @@ impl Args {
                 tag(op, std::any::type_name::<T>()),
                 exclusive as u64,
             ],
+            set: 0,
         }
     }
 }
@@ -172,6 +266,7 @@ impl Args {
                 es as u64 | (failed as u64) << 63,
                 0,
             ],
+            set: 0,
         }
     }
 
@@ -198,13 +293,17 @@ impl Args {
     /// that changes the data movement is in the arguments.
     #[inline]
     pub(crate) fn hash(&self) -> u64 {
-        hash_of(self.kind as u64, &self.v)
+        hash_of(self.kind as u64, &self.v, self.set)
     }
 }
 
 #[inline]
-fn hash_of(kind: u64, v: &[u64; 4]) -> u64 {
-    gasnet_core::hash::fnv1a_words(&[kind, v[0], v[1], v[2], v[3]])
+fn hash_of(kind: u64, v: &[u64; 4], set: u64) -> u64 {
+    if set == 0 {
+        gasnet_core::hash::fnv1a_words(&[kind, v[0], v[1], v[2], v[3]])
+    } else {
+        gasnet_core::hash::fnv1a_words(&[kind, v[0], v[1], v[2], v[3], set])
+    }
 }
 
 /// A 64-bit tag of an operator and element type (FNV-1a): PEs of one
@@ -215,23 +314,30 @@ fn tag(op: &str, ty: &str) -> u64 {
 
 /// Bytes of a call name a record keeps (longer names are cut).
 const NAME_LEN: usize = 32;
-/// Bytes of one encoded [`Record`].
-pub(crate) const RECORD_LEN: usize = 8 + 32 + NAME_LEN;
+/// Bytes of one encoded [`Record`]: a word of rank, kind, name length and
+/// flags, the arguments, the active set, the name.
+pub(crate) const RECORD_LEN: usize = 8 + 32 + 8 + NAME_LEN;
 /// Bytes of one encoded [`Summary`]: two fit behind the counter in a
 /// sender's cache-line cell (`team::CELL`).
 pub(crate) const SUMMARY_LEN: usize = 24;
 const _: () = assert!(8 + 2 * SUMMARY_LEN <= crate::pool::CELL);
 const _: () = assert!(RECORD_LEN <= crate::pool::RECORD_AREA);
 
-/// One PE's call: its team rank, the routine's name and its arguments.
+/// [`Record`] flag: the PE went on to `shmem_finalize` after this call.
+const THEN_FINALIZE: u8 = 1;
+
+/// One PE's call: its rank (team rank, or world PE where the record says
+/// so), the routine's name and its arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Record {
     rank: u32,
     /// `None` for bytes that name no kind (never sent by this library).
     kind: Option<Kind>,
     v: [u64; 4],
+    set: u64,
     name: [u8; NAME_LEN],
     name_len: u8,
+    flags: u8,
 }
 
 impl Record {
@@ -244,8 +350,23 @@ impl Record {
             rank: rank as u32,
             kind: Some(args.kind),
             v: args.v,
+            set: args.set,
             name,
             name_len: n as u8,
+            flags: 0,
+        }
+    }
+
+    /// The record of PE `rank` that made no checked call (only its rank).
+    pub(crate) fn empty(rank: usize) -> Record {
+        Record {
+            rank: rank as u32,
+            kind: None,
+            v: [0; 4],
+            set: 0,
+            name: [0; NAME_LEN],
+            name_len: 0,
+            flags: 0,
         }
     }
 
@@ -254,10 +375,28 @@ impl Record {
         self.rank as usize
     }
 
+    /// The same record under rank `rank`.
+    pub(crate) fn with_rank(mut self, rank: usize) -> Record {
+        self.rank = rank as u32;
+        self
+    }
+
+    /// The same record, saying that its PE went on to `shmem_finalize`.
+    pub(crate) fn then_finalized(mut self) -> Record {
+        self.flags |= THEN_FINALIZE;
+        self
+    }
+
+    /// Whether the two records are the same call (everything [`Args::hash`]
+    /// covers: not the rank, nor the routine's name).
+    pub(crate) fn same_call(&self, o: &Record) -> bool {
+        (self.kind, self.v, self.set) == (o.kind, o.v, o.set)
+    }
+
     /// The hash of the record's arguments (see [`Args::hash`]).
     #[cfg(test)]
-    fn hash(&self) -> u64 {
-        hash_of(self.kind.map_or(0, |k| k as u64), &self.v)
+    pub(crate) fn hash(&self) -> u64 {
+        hash_of(self.kind.map_or(0, |k| k as u64), &self.v, self.set)
     }
 
     fn name(&self) -> String {
@@ -266,11 +405,21 @@ impl Record {
     }
 
     /// The call as a user reads it: `shmem_int_broadcast with root 1, 10
-    /// elements of 4 bytes`.
+    /// elements of 4 bytes`; an active-set call names its set.
     pub(crate) fn describe(&self) -> String {
+        let call = self.describe_call();
+        match (self.flags & THEN_FINALIZE != 0, self.name_len) {
+            (false, _) => call,
+            // A PE that finalized without making such a call.
+            (true, 0) => "shmem_finalize".to_string(),
+            (true, _) => format!("{call}, then shmem_finalize"),
+        }
+    }
+
+    fn describe_call(&self) -> String {
         let [a, b, c, d] = self.v;
         let what = match self.kind {
-            Some(Kind::Broadcast) => format!("root {a}, {b} elements of {c} bytes"),
+            Some(Kind::Broadcast) => format!("root {}, {b} elements of {c} bytes", a as i64),
             Some(Kind::Fcollect) => format!("{a} elements of {b} bytes"),
             Some(Kind::Collect) => format!("elements of {a} bytes"),
             Some(Kind::Alltoall) => format!("blocks of {a} elements of {b} bytes"),
@@ -292,6 +441,7 @@ impl Record {
                     ""
                 }
             ),
+            Some(Kind::Barrier) => String::new(),
             None if self.name_len == 0 => {
                 // A PE that made a collective without the check (a
                 // barrier, an allocation) left no record.
@@ -301,19 +451,37 @@ impl Record {
             }
             None => "unknown arguments".to_string(),
         };
-        format!("{} with {what}", self.name())
+        let name = self.name();
+        match (ActiveSet::of_word(self.set), what.is_empty()) {
+            (None, _) => format!("{name} with {what}"),
+            (Some(s), empty) => {
+                let on = format!(
+                    "{name} on the active set PE_start {}, logPE_stride {}, PE_size {}",
+                    s.start, s.log_stride, s.size
+                );
+                if empty {
+                    on
+                } else {
+                    format!("{on} with {what}")
+                }
+            }
+        }
     }
 
     /// Encodes the record into [`RECORD_LEN`] bytes.
     pub(crate) fn encode(&self) -> [u8; RECORD_LEN] {
         let mut out = [0u8; RECORD_LEN];
         let kind = self.kind.map_or(0, |k| k as u8);
-        let w0 = self.rank as u64 | (kind as u64) << 32 | (self.name_len as u64) << 40;
+        let w0 = self.rank as u64
+            | (kind as u64) << 32
+            | (self.name_len as u64) << 40
+            | (self.flags as u64) << 48;
         out[..8].copy_from_slice(&w0.to_le_bytes());
         for (i, v) in self.v.iter().enumerate() {
             out[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
         }
-        out[40..40 + NAME_LEN].copy_from_slice(&self.name);
+        out[40..48].copy_from_slice(&self.set.to_le_bytes());
+        out[48..48 + NAME_LEN].copy_from_slice(&self.name);
         out
     }
 
@@ -321,7 +489,7 @@ impl Record {
     pub(crate) fn decode(b: &[u8; RECORD_LEN]) -> Record {
         let w0 = le(&b[..8]);
         let mut name = [0u8; NAME_LEN];
-        name.copy_from_slice(&b[40..40 + NAME_LEN]);
+        name.copy_from_slice(&b[48..48 + NAME_LEN]);
         Record {
             rank: w0 as u32,
             kind: Kind::from_code((w0 >> 32) as u8),
@@ -331,8 +499,10 @@ impl Record {
                 le(&b[24..32]),
                 le(&b[32..40]),
             ],
+            set: le(&b[40..48]),
             name,
             name_len: ((w0 >> 40) as u8).min(NAME_LEN as u8),
+            flags: (w0 >> 48) as u8,
         }
     }
 }
@@ -434,7 +604,11 @@ mod tests {
     use super::*;
 
     fn rec(rank: usize, root: usize) -> Record {
-        Record::new(rank, "shmem_int_broadcast", Args::broadcast(root, 10, 4))
+        Record::new(
+            rank,
+            "shmem_int_broadcast",
+            Args::broadcast(root as i64, 10, 4),
+        )
     }
 
     /// The summary of every subset, merged in any order, is the summary of
@@ -444,7 +618,7 @@ mod tests {
         let roots = [0usize, 0, 1, 0, 1, 2, 0];
         let n = roots.len();
         let own: Vec<Summary> = (0..n)
-            .map(|r| Summary::own(r, &Args::broadcast(roots[r], 10, 4)))
+            .map(|r| Summary::own(r, &Args::broadcast(roots[r] as i64, 10, 4)))
             .collect();
         // Dissemination on 7 PEs: every PE ends with the whole summary.
         let mut s = own.clone();

@@ -358,15 +358,16 @@ impl<'a> Coll<'a> {
             *e
         };
         let pe = self.t.members[from];
-        self.rt
-            .wait_word_for(
-                self.counter(from),
-                AmoWidth::W64,
-                self.call,
-                |v| v >= want,
-                |v| format!("PE {pe} ({v} of {want} messages from it have arrived)"),
-            )
-            .map(drop)
+        let (rt, call) = (self.rt, self.call);
+        rt.wait_word_watching(
+            self.counter(from),
+            AmoWidth::W64,
+            call,
+            |v| v >= want,
+            |v| format!("PE {pe} ({v} of {want} messages from it have arrived)"),
+            || super::active::watch(rt, call),
+        )
+        .map(drop)
     }
 
     #[inline]

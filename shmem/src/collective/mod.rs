@@ -1,14 +1,19 @@
 //! The collective engine: the algorithms of [`crate::coll`] on segment
 //! offsets (`engine`), the reduction operators ([`ops`]) and the check that
-//! the PEs of a data collective agree on its arguments (`agree`). It uses
+//! the PEs of a data collective agree on its arguments (`agree`, and
+//! `active` for the deprecated active-set calls). It uses
 //! only the runtime ([`crate::runtime`]) and the team slots
 //! ([`crate::pool`]); the Rust API of teams and collectives sits above it.
 
+mod active;
 mod agree;
 mod engine;
 pub mod ops;
 
-pub(crate) use agree::{Args, Kind};
+pub(crate) use active::{
+    Area as ActiveArea, announce, area_len as active_area_len, note_finalizing,
+};
+pub(crate) use agree::{ActiveSet, Args, Kind};
 pub use engine::TREE_RADIX;
 pub(crate) use engine::{
     Coll, choose_alltoall, choose_barrier, choose_bcast, choose_fcollect, choose_reduce,

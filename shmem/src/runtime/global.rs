@@ -102,6 +102,7 @@ extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
             // As the C ABI's shmem_finalize (a barrier, the conduit kept
             // until exit, where it leaves the job), so that this PE meets
             // peers that called shmem_finalize.
+            crate::collective::note_finalizing(rt);
             let finalized = rt
                 .barrier_all("shmem_finalize")
                 .and_then(|()| rt.finalize());
@@ -185,6 +186,10 @@ pub(crate) unsafe fn finish(rt: *mut Runtime) -> Result<()> {
 /// served here, so that a message to a handler nobody registered fails
 /// this call, naming it.
 pub(crate) fn finalize_barrier(r: &Runtime) -> Result<()> {
+    // From here this PE makes no collective call but this barrier: a PE
+    // that waits for it in an active-set call can tell (see
+    // `collective::active`).
+    crate::collective::note_finalizing(r);
     r.barrier_all("shmem_finalize")
         .and_then(|()| r.conduit.poll().map_err(|e| r.err("shmem_finalize", e)))
 }
@@ -257,6 +262,7 @@ impl Runtime {
                 GLOBAL.store(p, Ordering::SeqCst);
                 STATE.store(RUNNING, Ordering::Release);
                 install_exit_hook();
+                super::stop::install();
                 Ok(p)
             }
             Err(e) => {

@@ -26,6 +26,7 @@
 //! | `0x10000` | `SHMEM_SYMMETRIC_SIZE` | user heap (see [`crate::alloc`]) |
 //! | [`layout::team_pool`] | `FSHMEM_TEAMS_MAX` x slot | the collective pool: one slot per team ([`crate::team`]) |
 //! | after the pool | C ABI only: [`layout::ACTIVE_SETS`] x slot | slots of the deprecated active-set collectives |
+//! | after those | C ABI only: a 192-byte cell per PE and a header | where active-set calls compare their arguments (`collective::active`) |
 //! | next page | C ABI only: the executable's static data | see [`crate::static_data`] |
 //!
 //! The active-set slots are assigned to active sets (start, stride, size)
@@ -58,6 +59,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 mod contexts;
 mod global;
 mod long_sent;
+mod stop;
 mod tiles;
 
 pub(crate) use contexts::Contexts;
@@ -151,6 +153,8 @@ pub struct Runtime {
     thread_level: ThreadLevel,
     /// First active-set slot and how many there are (C ABI; 0 otherwise).
     pub(crate) active_sets: (usize, usize),
+    /// Where the active-set collectives compare their calls (C ABI only).
+    pub(crate) active_area: Option<crate::collective::ActiveArea>,
     /// The live conduit contexts other than the default one.
     pub(crate) contexts: Contexts,
     /// The PEs this PE sent Long active messages to since the last flush.
@@ -185,9 +189,17 @@ impl Runtime {
         };
         let page = static_data::page_size();
         let (counters_len, slot_len) = TeamPool::layout(job.size, scratch);
-        let pool_end = (heap_len < isize::MAX as usize / 2)
+        // The C ABI's active-set collectives check their arguments on an
+        // area of their own after the pool (`collective::active`).
+        let agree_len = if opts.c_api {
+            crate::collective::active_area_len(job.size)
+        } else {
+            0
+        };
+        let agree_off = (heap_len < isize::MAX as usize / 2)
             .then(|| layout::team_pool(heap_len))
             .and_then(|b| b.checked_add((slots + active).checked_mul(slot_len)?));
+        let pool_end = agree_off.and_then(|o| o.checked_add(agree_len));
         let static_off = pool_end.map(|e| e.next_multiple_of(page));
         let segment_len = static_off
             .and_then(|o| o.checked_add(statics.map_or(0, |d| d.len)))
@@ -293,6 +305,10 @@ impl Runtime {
             config,
             conduit,
             active_sets: (slots, active),
+            active_area: match (opts.c_api, agree_off) {
+                (true, Some(off)) => Some(crate::collective::ActiveArea::new(off, n)),
+                _ => None,
+            },
             statics,
             contexts: Contexts::default(),
             long_sent: LongTargets::new(n),
@@ -621,6 +637,22 @@ impl Runtime {
         done: impl Fn(u64) -> bool,
         what: impl Fn(u64) -> String,
     ) -> Result<u64> {
+        self.wait_word_watching(off, width, call, done, what, || ())
+    }
+
+    /// [`Runtime::wait_word_for`], calling `watch` on every round once the
+    /// wait has stopped spinning (collectives look there for a
+    /// disagreement another PE found, see `collective::active`).
+    #[inline]
+    pub(crate) fn wait_word_watching(
+        &self,
+        off: usize,
+        width: AmoWidth,
+        call: &'static str,
+        done: impl Fn(u64) -> bool,
+        what: impl Fn(u64) -> String,
+        mut watch: impl FnMut(),
+    ) -> Result<u64> {
         let v = self.load_word(off, width);
         if done(v) {
             return Ok(v);
@@ -631,6 +663,9 @@ impl Runtime {
             let v = self.load_word(off, width);
             if done(v) {
                 return Ok(v);
+            }
+            if backoff.is_yielding() {
+                watch();
             }
             if let Some(waited) = backoff.timed_out() {
                 let what = what(v);
