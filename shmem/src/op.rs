@@ -202,16 +202,54 @@ fn team_pe_error(rt: &Runtime, call: &'static str, pe: usize, size: usize) -> Sh
     )
 }
 
+/// A word an atomic, a signal or a wait acts on: a segment offset (every
+/// segment base is aligned beyond any word, `conduits::SEGMENT_ALIGN`, so
+/// an offset's alignment is its address's) or an address in this process
+/// (a C program's wait word).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WordAt {
+    /// Segment offset of this PE's copy.
+    Seg(usize),
+    /// An address in this process.
+    Addr(usize),
+}
+
+/// The one alignment check of the runtime: atomics, signals and waits act
+/// on naturally aligned words of `width` bytes (and an address is not
+/// null).
+#[inline(always)]
+pub(crate) fn check_aligned(
+    rt: &Runtime,
+    call: &'static str,
+    at: WordAt,
+    width: usize,
+) -> Result<()> {
+    let fine = match at {
+        WordAt::Seg(off) => off.is_multiple_of(width),
+        WordAt::Addr(a) => a != 0 && a.is_multiple_of(width),
+    };
+    if fine {
+        Ok(())
+    } else {
+        Err(misaligned(rt, call, at, width))
+    }
+}
+
 #[cold]
-fn misaligned(rt: &Runtime, call: &'static str, off: usize, width: usize) -> ShmemError {
-    invalid(
-        rt,
-        call,
+fn misaligned(rt: &Runtime, call: &'static str, at: WordAt, width: usize) -> ShmemError {
+    let addr = match at {
+        WordAt::Seg(off) => rt.local_addr(off) as usize,
+        WordAt::Addr(a) => a,
+    };
+    let reason = if addr == 0 {
+        format!("address 0x0 is null, not a {width}-byte word")
+    } else {
         format!(
-            "address {:#x} is not aligned to {width} bytes (atomics act on naturally aligned words)",
-            rt.local_addr(off) as usize
-        ),
-    )
+            "address {addr:#x} is not aligned to {width} bytes (atomics, signals and waits act on \
+             naturally aligned words)"
+        )
+    };
+    invalid(rt, call, reason)
 }
 
 /// Segment offset of elements `start..start + count` of a typed object of
@@ -389,10 +427,7 @@ impl<'a> Op<'a> {
         store: bool,
     ) -> Result<u64> {
         let w = self.target(call, pe, store)?;
-        let bytes = width.bytes();
-        if !off.is_multiple_of(bytes) {
-            return Err(misaligned(self.rt, call, off, bytes));
-        }
+        check_aligned(self.rt, call, WordAt::Seg(off), width.bytes())?;
         let r = self
             .rt
             .conduit
@@ -419,9 +454,7 @@ impl<'a> Op<'a> {
         value: u64,
     ) -> Result<()> {
         let w = self.target(call, pe, true)?;
-        if !sig_off.is_multiple_of(8) {
-            return Err(misaligned(self.rt, call, sig_off, 8));
-        }
+        check_aligned(self.rt, call, WordAt::Seg(sig_off), 8)?;
         self.rt
             .conduit
             .put_signal(self.id(), w, off, src, sig_off, op, value)

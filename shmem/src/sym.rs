@@ -405,12 +405,17 @@ impl<'s, T: Pod> SymVec<'s, T> {
         unsafe { std::slice::from_raw_parts_mut(self.local_ptr(), self.len) }
     }
 
-    /// Panics, naming the PE and the call, unless `start..start + count`
-    /// lies in `0..len()`.
+    /// Segment offset of elements `start..start + count` of this PE's copy;
+    /// panics with the error of [`SymVec::range`] (naming the PE, the call
+    /// and the range) when they are not within `0..len()`: local access
+    /// has no error channel, and an index out of range is a bug, as for a
+    /// slice.
     #[inline(always)]
-    fn check_local(&self, start: usize, count: usize, call: &'static str) {
-        if !(start <= self.len && count <= self.len - start) {
-            local_range_panic(self.rt.my_pe(), call, start, count, self.len)
+    #[track_caller]
+    fn check_local(&self, start: usize, count: usize, call: &'static str) -> usize {
+        match self.range(start, count, call) {
+            Ok(off) => off,
+            Err(e) => local_range_panic(e),
         }
     }
 
@@ -703,9 +708,6 @@ impl<'a, 's, T: Pod> IntoIterator for &'a SymVec<'s, T> {
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn local_range_panic(pe: usize, call: &str, start: usize, count: usize, len: usize) -> ! {
-    panic!(
-        "PE {pe}: {call}: elements {start}..{} out of bounds of the {len} local elements",
-        start.saturating_add(count)
-    )
+fn local_range_panic(e: ShmemError) -> ! {
+    panic!("{e}")
 }
