@@ -96,7 +96,7 @@ pub use gasnet_core::types::{MAX_ARGS, MAX_LONG, MAX_MEDIUM};
 /// PE hands out the same indices in the same order).
 static NEXT_INDEX: AtomicU8 = AtomicU8::new(gasnet_core::handlers::FIRST_USER);
 
-fn am_error(rt: &Runtime, call: &'static str, e: AmError) -> ShmemError {
+pub(crate) fn am_error(rt: &Runtime, call: &'static str, e: AmError) -> ShmemError {
     ShmemError::Invalid {
         pe: rt.my_pe(),
         call,

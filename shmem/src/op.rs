@@ -15,7 +15,10 @@
 //! - element ranges of typed objects ([`elem_range`]); the C ABI's addresses
 //!   are resolved by [`Runtime::sym_offset`].
 //!
-//! Then the conduit is called with the context's [`CtxId`]. The default
+//! Then the conduit is called with the context's [`CtxId`]. Rust callers
+//! hand it slices of their own memory; the C ABI names its buffers by
+//! address (`put_from`, `get_into`, `put_signal_from`), since a C buffer
+//! may be symmetric memory that no Rust reference may cover. The default
 //! context's path is a PE check and the conduit call: nothing else is
 //! added to it.
 //!
@@ -371,6 +374,51 @@ impl<'a> Op<'a> {
         Ok(())
     }
 
+    /// `put` of the `len` bytes at `src`, named by address: the C ABI's
+    /// form, whose source may be symmetric memory that a peer, another
+    /// thread or a progress thread writes meanwhile, so that no Rust
+    /// reference to it may be formed. The conduit reads it with raw
+    /// pointers only ([`Rma::put_from`]).
+    ///
+    /// # Safety
+    /// `src..src + len` is valid for reads for the call.
+    #[inline(always)]
+    pub(crate) unsafe fn put_from(
+        &self,
+        call: &'static str,
+        pe: usize,
+        off: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        let w = self.target(call, pe, true)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.rt.conduit.put_from(self.id(), w, off, src, len) }
+            .map_err(|e| self.rt.err(call, e))?;
+        self.issued();
+        Ok(())
+    }
+
+    /// `get` into the `len` bytes at `dst`, named by address: the C ABI's
+    /// form (as [`Op::put_from`]; [`Rma::get_into`]).
+    ///
+    /// # Safety
+    /// `dst..dst + len` is valid for writes for the call.
+    #[inline(always)]
+    pub(crate) unsafe fn get_into(
+        &self,
+        call: &'static str,
+        pe: usize,
+        off: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        let w = self.target(call, pe, false)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.rt.conduit.get_into(self.id(), w, off, dst, len) }
+            .map_err(|e| self.rt.err(call, e))
+    }
+
     /// `get`: segment offset `off` of `pe` into `dst`.
     #[inline(always)]
     pub(crate) fn get(
@@ -459,6 +507,37 @@ impl<'a> Op<'a> {
             .conduit
             .put_signal(self.id(), w, off, src, sig_off, op, value)
             .map_err(|e| self.rt.err(call, e))?;
+        self.issued();
+        Ok(())
+    }
+
+    /// `put_signal` of the `len` bytes at `src`, named by address: the C
+    /// ABI's form (as [`Op::put_from`]; [`Rma::put_signal_from`]).
+    ///
+    /// # Safety
+    /// `src..src + len` is valid for reads for the call.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) unsafe fn put_signal_from(
+        &self,
+        call: &'static str,
+        pe: usize,
+        off: usize,
+        src: *const u8,
+        len: usize,
+        sig_off: usize,
+        op: SignalOp,
+        value: u64,
+    ) -> Result<()> {
+        let w = self.target(call, pe, true)?;
+        check_aligned(self.rt, call, WordAt::Seg(sig_off), 8)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe {
+            self.rt
+                .conduit
+                .put_signal_from(self.id(), w, off, src, len, sig_off, op, value)
+        }
+        .map_err(|e| self.rt.err(call, e))?;
         self.issued();
         Ok(())
     }
