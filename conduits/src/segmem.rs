@@ -41,6 +41,18 @@
 //! with single bytes at the edges; words always fall on the same
 //! boundaries, so two such copies of one range use the same sizes.
 //!
+//! # Who uses it
+//!
+//! The Rust API's local accesses (`shmem::SymVec::read`, `write` and the
+//! bulk copies), the collective engine's reads and writes of this PE's
+//! segment and its copies into peers' mapped segments, the allocator,
+//! the C ABI's copies of its arguments, and, in the conduits, every
+//! transfer into or out of *this PE's own* segment: `smp` and `ofi` to
+//! themselves, the `ipv6` and `ofi` engines (`SegMemory`, run by a
+//! progress thread), `smp`'s Long active-message payloads. So on `smp`,
+//! `ipv6` and `ofi` every access this process makes to its own segment is
+//! atomic.
+//!
 //! # What stays outside Rust's guarantees
 //!
 //! Said plainly, so that nobody reads more into the above than it holds:
@@ -54,6 +66,13 @@
 //! - C code (the C ABI's callers) accesses its symmetric variables with
 //!   C's plain loads and stores; C's rules, not Rust's, govern what it
 //!   may race with.
+//! - The `smp` conduit's puts and gets to *other* PEs copy with `memcpy`
+//!   (vector instructions: word-by-word atomics cost about a third of a
+//!   64 KiB put's bandwidth). That memory is the peer's; but this
+//!   process maps it too, so two threads of this process whose transfers
+//!   touch the same bytes of a peer at the same moment race in Rust's
+//!   model, as they race in OpenSHMEM's, which calls the result
+//!   unspecified.
 //! - A byte range copied as words that overlaps, at the same moment, an
 //!   element access of a narrower type from another thread (a `u32`
 //!   element read while the progress thread writes a peer's put into the
@@ -64,6 +83,9 @@
 //!   bytes); the runtime's own paths never do it.
 //! - Transfers a conduit hands to hardware or to a library (a NIC's RDMA
 //!   through libfabric, a board's DMA) access the memory as devices do.
+//!   The `fpga` conduit's segment is its board's memory, seen through a
+//!   mapped window that the conduit's host copies to and from with plain
+//!   copies (device memory, also for its own PE).
 
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
 
@@ -126,16 +148,16 @@ pub unsafe fn store<T: Copy>(p: *mut T, v: T) {
 }
 
 /// Copies `count` elements of segment memory at `src` into `dst`, each as
-/// [`load`] reads it.
+/// [`load`] reads it (a `src` that is not aligned for `T` moves as words).
 ///
 /// # Safety
-/// `src` is aligned for `T`, valid for reads of `count` elements for the
-/// call and covered by no Rust reference; `dst` is valid for writes of
+/// `src` is valid for reads of `count` elements for the call and covered
+/// by no Rust reference; `dst` is aligned for `T`, valid for writes of
 /// `count` elements and does not overlap `src`; every bit pattern is a
 /// valid `T`.
 #[inline]
 pub unsafe fn load_elems<T: Copy>(src: *const T, dst: *mut T, count: usize) {
-    if whole::<T>().is_some() {
+    if whole::<T>().is_some() && src.is_aligned() {
         for k in 0..count {
             // SAFETY: element `k < count` of both ranges (the contract).
             unsafe { dst.add(k).write(load(src.add(k))) };
@@ -147,15 +169,16 @@ pub unsafe fn load_elems<T: Copy>(src: *const T, dst: *mut T, count: usize) {
 }
 
 /// Copies `count` elements at `src` into segment memory at `dst`, each as
-/// [`store`] writes it.
+/// [`store`] writes it (a `dst` that is not aligned for `T` moves as
+/// words).
 ///
 /// # Safety
-/// `dst` is aligned for `T`, valid for writes of `count` elements for the
-/// call and covered by no Rust reference; `src` is valid for reads of
+/// `dst` is valid for writes of `count` elements for the call and covered
+/// by no Rust reference; `src` is aligned for `T`, valid for reads of
 /// `count` elements and does not overlap `dst`.
 #[inline]
 pub unsafe fn store_elems<T: Copy>(src: *const T, dst: *mut T, count: usize) {
-    if whole::<T>().is_some() {
+    if whole::<T>().is_some() && dst.is_aligned() {
         for k in 0..count {
             // SAFETY: element `k < count` of both ranges (the contract).
             unsafe { store(dst.add(k), src.add(k).read()) };
@@ -228,6 +251,30 @@ pub unsafe fn copy_in(src: *const u8, dst: *mut u8, len: usize) {
         }
         for i in h + 8 * words..len {
             AtomicU8::from_ptr(dst.add(i)).store(src.add(i).read(), Relaxed);
+        }
+    }
+}
+
+/// Writes `len` zero bytes to segment memory at `dst`, as [`copy_in`]
+/// writes (a zero-filled allocation).
+///
+/// # Safety
+/// `dst` is valid for writes of `len` bytes for the call and covered by no
+/// Rust reference.
+#[inline]
+pub unsafe fn zero(dst: *mut u8, len: usize) {
+    let h = head(dst, len);
+    let words = (len - h) / 8;
+    // SAFETY: offsets stay below `len`; the words are 8-aligned.
+    unsafe {
+        for i in 0..h {
+            AtomicU8::from_ptr(dst.add(i)).store(0, Relaxed);
+        }
+        for w in 0..words {
+            AtomicU64::from_ptr(dst.add(h + 8 * w).cast()).store(0, Relaxed);
+        }
+        for i in h + 8 * words..len {
+            AtomicU8::from_ptr(dst.add(i)).store(0, Relaxed);
         }
     }
 }
@@ -348,6 +395,10 @@ mod tests {
             copy_shared(p, p.add(3), 5000);
         }
         assert_eq!(a, want);
+        let mut z = [0xffu8; 40];
+        // SAFETY: the range lies in `z`.
+        unsafe { zero(z.as_mut_ptr().add(3), 30) };
+        assert!(z[3..33].iter().all(|&b| b == 0) && z[..3] == [0xff; 3] && z[33..] == [0xff; 7]);
     }
 
     #[test]

@@ -312,10 +312,20 @@ impl Rma for SmpConduit {
         len: usize,
     ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: as below, with relaxed atomics on both sides: this
+            // PE's own segment is accessed atomically by every path of
+            // this process (`segmem`).
+            unsafe { crate::segmem::copy_shared(src, self.seg_ptr(pe, offset), len) };
+            return self.progress();
+        }
         // SAFETY: the destination range lies inside pe's mapping (checked);
         // the caller guarantees `src` is valid for `len` bytes. Both sides
         // are raw pointers (no reference covers either), and `ptr::copy`
-        // allows them to overlap (a put from the segment to itself).
+        // allows them to overlap. A peer's segment is that process's
+        // memory: this plain copy races only with another thread of this
+        // process transferring to the same bytes at once (see
+        // `segmem`, what stays outside Rust's guarantees).
         unsafe { std::ptr::copy(src, self.seg_ptr(pe, offset), len) };
         self.progress()
     }
@@ -350,9 +360,16 @@ impl Rma for SmpConduit {
         len: usize,
     ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: as below, with relaxed atomics on both sides (this
+            // PE's own segment, as in `put_from`).
+            unsafe { crate::segmem::copy_shared(self.seg_ptr(pe, offset), dst, len) };
+            return self.progress();
+        }
         // SAFETY: the source range lies inside pe's mapping (checked); the
         // caller guarantees `dst` is valid for `len` bytes; raw pointers on
-        // both sides, which may overlap.
+        // both sides, which may overlap (a peer's memory, as in
+        // `put_from`).
         unsafe { std::ptr::copy(self.seg_ptr(pe, offset), dst, len) };
         self.progress()
     }
@@ -417,8 +434,16 @@ impl Rma for SmpConduit {
         check_range(pe, self.size, offset, len, self.segment_len)?;
         check_word(pe, self.size, sig_offset, 8, self.segment_len)?;
         // SAFETY: the destination range lies inside pe's mapping (checked);
-        // the caller guarantees `src` is valid for `len` bytes.
-        unsafe { std::ptr::copy(src, self.seg_ptr(pe, offset), len) };
+        // the caller guarantees `src` is valid for `len` bytes; relaxed
+        // atomics for this PE's own segment, a plain copy into a peer's,
+        // as in `put_from`.
+        unsafe {
+            if pe == self.rank {
+                crate::segmem::copy_shared(src, self.seg_ptr(pe, offset), len)
+            } else {
+                std::ptr::copy(src, self.seg_ptr(pe, offset), len)
+            }
+        };
         fence(Ordering::Release);
         // SAFETY: the signal word is in range and 8-byte aligned (checked).
         let sig = unsafe { AtomicU64::from_ptr(self.seg_ptr(pe, sig_offset) as *mut u64) };

@@ -47,8 +47,11 @@ macro_rules! word {
         impl Word for $t {
             #[inline(always)]
             unsafe fn load(p: *const Self) -> Self {
-                // SAFETY: the caller passes a valid, aligned word; other PEs
-                // change it only with atomics or whole-value copies.
+                // SAFETY: the caller passes a valid, aligned word, reached by
+                // raw pointer only; the load is atomic, so the runtime's own
+                // accesses (atomics, `segmem` copies) do not race with it.
+                // The C program's plain stores to it are governed by C's
+                // rules, other processes' by no Rust rule.
                 unsafe { <$a>::from_ptr(p as *mut _) }.load(Ordering::Acquire) as $t
             }
         }
