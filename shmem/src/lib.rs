@@ -170,12 +170,20 @@
 //! once), so threads with their own contexts do not wait for each other's
 //! slow targets. [`init_thread`] asks for a [`ThreadLevel`]; see [`ctx`].
 //!
+//! A context has the default context's calls: blocking ones
+//! ([`Ctx::put`], [`Ctx::atomic_add`], [`Ctx::put_signal`], ...) and
+//! non-blocking puts and gets in a scope of its own ([`Ctx::nbi`]), which
+//! ends with the context's quiet.
+//!
 //! ```no_run
 //! let sh = shmem::init()?;
-//! let x = sh.calloc::<u64>(1)?;
+//! let (me, n) = (sh.my_pe(), sh.n_pes());
+//! let x = sh.calloc::<u64>(n)?;
 //! let ctx = sh.create_ctx(shmem::CtxOptions::PRIVATE)?;
 //! ctx.atomic_add(&x, 0, 1, 0)?;
 //! ctx.quiet()?;                           // this context's operations only
+//! let mine = [me as u64];
+//! ctx.nbi(|s| s.put(&x, me, &mine, (me + 1) % n))?;
 //! # Ok::<(), shmem::ShmemError>(())
 //! ```
 //!
@@ -226,7 +234,8 @@
 //! | `shmem_<op>_reduce` | [`Team::reduce`] with an operator of [`coll::ops`], or [`Team::sum_reduce`] etc. |
 //! | `shmem_<op>_inscan`, `_exscan` (1.6) | [`Team::inscan`], [`Team::exscan`], [`Team::sum_inscan`], [`Team::sum_exscan`] |
 //! | `shmem_ctx_create`, `shmem_team_create_ctx`, `shmem_ctx_destroy` | [`Shmem::create_ctx`], [`Team::create_ctx`], drop of [`Ctx`] or [`Ctx::destroy`] |
-//! | `shmem_ctx_put`, `_get`, `_atomic_*`, `_quiet`, `_fence` | the methods of [`Ctx`] |
+//! | `shmem_ctx_put`, `_get`, `_atomic_*`, `_put_signal`, `_quiet`, `_fence` | the methods of [`Ctx`] |
+//! | `shmem_ctx_put_nbi`, `_get_nbi` | [`NbiScope::put`], [`NbiScope::get`] inside [`Ctx::nbi`] |
 //!
 //! Configuration comes from the environment: see [`config`].
 //!

@@ -159,6 +159,13 @@ impl CtxState {
         }
     }
 
+    /// Whether this thread may use the context (any thread, unless it is
+    /// `PRIVATE`).
+    pub(crate) fn owned_here(&self) -> bool {
+        self.owner
+            .is_none_or(|owner| std::thread::current().id() == owner)
+    }
+
     #[inline(always)]
     fn issued(&self) {
         if !self.pending.load(Ordering::Relaxed) {
