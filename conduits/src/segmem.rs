@@ -285,10 +285,14 @@ pub unsafe fn zero(dst: *mut u8, len: usize) {
 /// on both sides, 8-byte words where both are 8-aligned at the same
 /// point, else through a buffer on the stack.
 ///
+/// Out of line: the paths that use it (a put to this PE's own segment,
+/// the C ABI's buffers) are not the ones whose every instruction counts,
+/// and inlined its bounce buffer would enlarge their callers' frames.
+///
 /// # Safety
 /// `src` is valid for reads and `dst` for writes of `len` bytes for the
 /// call, and no Rust reference covers either.
-#[inline]
+#[inline(never)]
 pub unsafe fn copy_shared(src: *const u8, dst: *mut u8, len: usize) {
     let (s, d) = (src as usize, dst as usize);
     let overlap_after = d > s && d < s.wrapping_add(len);

@@ -54,7 +54,7 @@ pub(crate) enum Kind {
     /// A user active-message handler registered ([`crate::am`]). `v`: the
     /// handler index (bit 63: this PE could not register it), the team's
     /// count of checked calls.
-    AmRegister = 11,
+    AmRegister = 12,
 }
 
 impl Kind {
@@ -70,7 +70,7 @@ impl Kind {
             8 => Kind::ReadOnly,
             9 => Kind::Writable,
             10 => Kind::FreeReadOnly,
-            11 => Kind::AmRegister,
+            12 => Kind::AmRegister,
             _ => return None,
         })
     }
