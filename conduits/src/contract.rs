@@ -4,7 +4,7 @@
 //! | trait | what it carries | spec |
 //! |---|---|---|
 //! | [`Segments`] | rank, size, this PE's segment and direct views of peers', hosts | §1, §10 |
-//! | [`Rma`] | puts, gets, atomics and put-with-signal on a context ([`CtxId`]); `fence` and `quiet` per context; context creation | §2–§4 |
+//! | [`Rma`] | puts, gets, atomics and put-with-signal on a context ([`CtxId`]), from slices or (`put_from`, `get_into`, `put_signal_from`) raw addresses; `fence` and `quiet` per context; context creation | §2–§4 |
 //! | [`ActiveMessages`] | AM requests, handler registration, polling (progress) | §5–§6 |
 //! | [`JobBootstrap`] | the bootstrap barrier and all-gather | §8 |
 //! | [`Lifecycle`] | attach (from the job, a segment request and typed settings), finalize, global exit | §1, §7, §9 |
@@ -252,6 +252,79 @@ pub trait Rma: Segments {
         sig_value: u64,
     ) -> Result<()>;
 
+    /// Blocking put whose source is named by address, for a caller that may
+    /// not form a Rust reference to it (the C ABI: a source that may be
+    /// symmetric memory, which another PE, thread or progress thread may
+    /// write while the put reads it): as [`Rma::put`] of the `len` bytes at
+    /// `src`. The conduit reads the source with raw pointers only.
+    ///
+    /// The default copies the source into a private buffer
+    /// ([`crate::segmem::copy_shared`]'s accesses) and puts that; conduits
+    /// override it to read the source in place.
+    ///
+    /// # Safety
+    /// `src..src+len` is valid for reads for the call.
+    unsafe fn put_from(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        let private = unsafe { private_copy(src, len) };
+        self.put(ctx, pe, offset, &private)
+    }
+
+    /// Blocking get into memory named by address, for a caller that may not
+    /// form a Rust reference to it (the C ABI: a destination that may be
+    /// symmetric memory): as [`Rma::get`] into the `len` bytes at `dst`,
+    /// written with raw pointers only.
+    ///
+    /// The default gets into a private buffer and copies it out
+    /// ([`crate::segmem::copy_shared`]'s accesses); conduits override it
+    /// to write the destination in place.
+    ///
+    /// # Safety
+    /// `dst..dst+len` is valid for writes for the call.
+    unsafe fn get_into(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        let mut private = vec![0u8; len];
+        self.get(ctx, pe, offset, &mut private)?;
+        // SAFETY: the caller's contract; `private` is this call's own.
+        unsafe { crate::segmem::copy_shared(private.as_ptr(), dst, len) };
+        Ok(())
+    }
+
+    /// [`Rma::put_signal`] whose source is named by address, as
+    /// [`Rma::put_from`] is [`Rma::put`]'s. The default puts a private copy.
+    ///
+    /// # Safety
+    /// `src..src+len` is valid for reads for the call.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn put_signal_from(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+        sig_offset: usize,
+        sig_op: SignalOp,
+        sig_value: u64,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        let private = unsafe { private_copy(src, len) };
+        self.put_signal(ctx, pe, offset, &private, sig_offset, sig_op, sig_value)
+    }
+
     /// Orders: puts and atomics issued on `ctx` before the fence to a given
     /// PE are applied before those issued on `ctx` after it to the same PE.
     fn fence(&self, ctx: CtxId) -> Result<()>;
@@ -268,6 +341,18 @@ pub trait Rma: Segments {
     fn cpu_atomics(&self) -> bool {
         false
     }
+}
+
+/// A private copy of the `len` bytes at `src`, read with relaxed atomic
+/// accesses (`src` may be segment memory another thread writes).
+///
+/// # Safety
+/// `src..src+len` is valid for reads for the call.
+unsafe fn private_copy(src: *const u8, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    // SAFETY: the caller's contract; `v` is a fresh buffer of `len` bytes.
+    unsafe { crate::segmem::copy_shared(src, v.as_mut_ptr(), len) };
+    v
 }
 
 /// Active messages and progress (`spec/conduit.md` §5–§6).

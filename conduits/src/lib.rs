@@ -47,6 +47,7 @@ pub mod liveness;
 pub mod ofi;
 mod registry;
 pub mod route;
+pub mod segmem;
 #[cfg(any(feature = "ipv6", feature = "ofi"))]
 mod segment;
 #[cfg(feature = "smp")]

@@ -240,6 +240,46 @@ macro_rules! declare_dispatch {
             }
 
             #[inline(never)]
+            unsafe fn cold_put_from(&self, ctx: CtxId, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+                match *self { $(
+                    #[cfg($cfg)]
+                    // SAFETY: the caller upholds put_from's contract, passed on unchanged.
+                    AnyConduit::$v(ref c) => unsafe { c.put_from(ctx, pe, offset, src, len) },
+                )* }
+            }
+
+            #[inline(never)]
+            unsafe fn cold_get_into(&self, ctx: CtxId, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+                match *self { $(
+                    #[cfg($cfg)]
+                    // SAFETY: the caller upholds get_into's contract, passed on unchanged.
+                    AnyConduit::$v(ref c) => unsafe { c.get_into(ctx, pe, offset, dst, len) },
+                )* }
+            }
+
+            #[inline(never)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn cold_put_signal_from(
+                &self,
+                ctx: CtxId,
+                pe: usize,
+                offset: usize,
+                src: *const u8,
+                len: usize,
+                sig_offset: usize,
+                sig_op: SignalOp,
+                sig_value: u64,
+            ) -> Result<()> {
+                match *self { $(
+                    #[cfg($cfg)]
+                    // SAFETY: the caller upholds put_signal_from's contract, passed on unchanged.
+                    AnyConduit::$v(ref c) => unsafe {
+                        c.put_signal_from(ctx, pe, offset, src, len, sig_offset, sig_op, sig_value)
+                    },
+                )* }
+            }
+
+            #[inline(never)]
             fn cold_get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
                 match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.get(ctx, pe, offset, dst), )* }
             }
@@ -320,6 +360,44 @@ macro_rules! declare_dispatch {
                 // conduit's).
                 unsafe {
                     dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, false, put_nbi, cold_put_nbi(offset, src, len))
+                }
+            }
+
+            #[inline(always)]
+            unsafe fn put_from(&self, ctx: CtxId, pe: usize, offset: usize, src: *const u8, len: usize) -> Result<()> {
+                // SAFETY: the caller upholds put_from's contract, passed on
+                // unchanged (a routed job's on-node call reads the same
+                // source).
+                unsafe {
+                    dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, false, put_from, cold_put_from(offset, src, len))
+                }
+            }
+
+            #[inline(always)]
+            unsafe fn get_into(&self, ctx: CtxId, pe: usize, offset: usize, dst: *mut u8, len: usize) -> Result<()> {
+                // SAFETY: as for put_from.
+                unsafe {
+                    dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, false, get_into, cold_get_into(offset, dst, len))
+                }
+            }
+
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn put_signal_from(
+                &self,
+                ctx: CtxId,
+                pe: usize,
+                offset: usize,
+                src: *const u8,
+                len: usize,
+                sig_offset: usize,
+                sig_op: SignalOp,
+                sig_value: u64,
+            ) -> Result<()> {
+                // SAFETY: as for put_from.
+                unsafe {
+                    dispatch_hot!(self, [$( $h [$hcfg] )*], ctx, pe, true, put_signal_from,
+                        cold_put_signal_from(offset, src, len, sig_offset, sig_op, sig_value))
                 }
             }
 

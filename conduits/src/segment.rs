@@ -142,14 +142,14 @@ impl Memory for SegMemory {
     fn read(&self, offset: u64, buf: &mut [u8]) -> std::result::Result<(), MemError> {
         check_range(self.len as u64, offset, buf.len() as u64)?;
         // SAFETY: the range lies inside the mapping (checked), which lives
-        // as long as `self.seg`. Segment memory is only ever accessed
-        // through raw pointers, copies and atomics (the shmem API hands out
-        // no reference to it in safe code), so a concurrent write by the
-        // application or another thread breaks no Rust reference's
-        // guarantee; the bytes are copied as bytes into `buf`, which is
-        // the caller's own and cannot overlap the mapping.
+        // as long as `self.seg`, and is reached through a raw pointer (no
+        // Rust reference to segment memory exists). The loads are relaxed
+        // atomics (`segmem`), so an application thread writing the same
+        // bytes meanwhile (atomically too, through the shmem API) does not
+        // race with them; `buf` is the engine's own and cannot overlap the
+        // mapping.
         unsafe {
-            std::ptr::copy(
+            crate::segmem::copy_out(
                 self.seg.base().add(offset as usize),
                 buf.as_mut_ptr(),
                 buf.len(),
@@ -160,10 +160,10 @@ impl Memory for SegMemory {
 
     fn write(&mut self, offset: u64, data: &[u8]) -> std::result::Result<(), MemError> {
         check_range(self.len as u64, offset, data.len() as u64)?;
-        // SAFETY: as in `read`: a raw copy into the mapping, which no Rust
-        // reference aliases; `ptr::copy` tolerates overlap.
+        // SAFETY: as in `read`: relaxed atomic stores into the mapping
+        // through a raw pointer, from the engine's own buffer.
         unsafe {
-            std::ptr::copy(
+            crate::segmem::copy_in(
                 data.as_ptr(),
                 self.seg.base().add(offset as usize),
                 data.len(),
@@ -200,8 +200,9 @@ impl Memory for SegMemory {
     }
 }
 
-// SAFETY: the mapping is owned by the Arc and never moves; concurrent access
-// is by copies and atomic instructions only (see the impls above).
+// SAFETY: the mapping is owned by the Arc and never moves; every thread
+// reaches it through raw pointers with atomic accesses only (`segmem` and
+// `cpu_amo`, see the impls above), so sharing it races with nothing.
 unsafe impl Send for Segment {}
 // SAFETY: as for Send.
 unsafe impl Sync for Segment {}

@@ -54,6 +54,22 @@ pub fn copy_of(src: &[u8]) -> Vec<u8> {
     v
 }
 
+/// A buffer of `len` bytes, each written by `fill` through the pointer it
+/// is given (for a source that must not be read through a slice: the
+/// conduits copy segment memory into it with raw pointers).
+///
+/// # Safety
+/// `fill` writes all `len` bytes at the pointer and nothing beyond them.
+pub unsafe fn filled(len: usize, fill: impl FnOnce(*mut u8)) -> Vec<u8> {
+    let mut v = take(len);
+    v.reserve(len);
+    fill(v.as_mut_ptr());
+    // SAFETY: the capacity holds `len` bytes (reserved), all initialized
+    // by `fill` (the caller's contract).
+    unsafe { v.set_len(len) };
+    v
+}
+
 /// A buffer of `len` zero bytes.
 pub fn zeroed(len: usize) -> Vec<u8> {
     let mut v = take(len);

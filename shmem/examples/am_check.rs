@@ -1,7 +1,8 @@
 //! Checks the Rust active-message API at any PE count: Short, Medium and
 //! Long requests and replies between every pair of PEs (itself included),
-//! typed AMs, and the enforced handler rules (a handler's RMA call, wait,
-//! request or second reply is an error; a reply handler cannot reply).
+//! typed AMs, the enforced handler rules (a handler's RMA call, wait,
+//! request or second reply is an error; a reply handler cannot reply), and
+//! registration past the last free index failing alike on every PE.
 //! Prints `am_check: ok on N PEs` on PE 0 when every check passed on every
 //! PE; exits 1 otherwise.
 
@@ -176,6 +177,37 @@ fn run() -> Result<bool, ShmemError> {
         "typed sends all handled",
         total.load(Ordering::Acquire) == 6 * n as u64,
     );
+
+    // Registration fails alike on every PE and leaves them in step: take
+    // every free index (each registration is agreed by all PEs), then the
+    // next one fails on every PE with the same error, twice (the index
+    // stays where it was), and the handlers registered before still work.
+    let mut last = sh.am_register(|_t, _m| {})?;
+    loop {
+        match sh.am_register(|_t, _m| {}) {
+            Ok(h) => last = h,
+            Err(e) => {
+                let want = format!(
+                    "PE {me}: shmem::am_register: all 160 user handler indices (64..=223) are taken"
+                );
+                check("exhaustion error", e.to_string() == want);
+                break;
+            }
+        }
+    }
+    check("last index handed out", last.index() == 223);
+    let again = sh.am_register(|_t, _m| {}).map_err(|e| e.to_string());
+    check(
+        "a failed registration leaves the index",
+        again
+            == Err(format!(
+                "PE {me}: shmem::am_register: all 160 user handler indices (64..=223) are taken"
+            )),
+    );
+    for pe in 0..n {
+        let (src, sq) = square.call(pe, &7)?;
+        check("typed call after exhaustion", src == me && sq == 49);
+    }
 
     let errs = errors.lock().unwrap().clone();
     let expected_second = n; // one "second reply" error per echo request served here

@@ -420,6 +420,66 @@ fn ordering(sh: &Shmem) -> R {
     Ok(())
 }
 
+/// Local access from several threads at once (`shmem::init` provides
+/// `ThreadLevel::Multiple`): one thread writes an object's elements (one
+/// by one, in bulk, with `fill`) while two others read them (one by one,
+/// `to_vec`, the iterator). Elements are accessed whole, with atomics of
+/// their width, so a reader only ever sees a value some write stored:
+/// every 16-bit lane of it equal, never a mixture of two writes.
+fn local_threads(sh: &Shmem) -> R {
+    const N: usize = 64;
+    const ROUNDS: u64 = 500;
+    let me = sh.my_pe();
+    let x = sh.calloc::<u64>(N)?;
+    let y = sh.calloc::<u32>(N)?;
+    let lanes64 = |k: u64| (k & 0xffff) * 0x0001_0001_0001_0001;
+    let lanes32 = |k: u32| (k & 0xffff) * 0x0001_0001;
+    let mixed = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for k in 1..=ROUNDS {
+                for i in 0..N {
+                    x.write(i, lanes64(k));
+                }
+                y.copy_from(0, &[lanes32(k as u32); N]);
+                x.fill(lanes64(k + 7));
+                y.fill(lanes32(k as u32 + 7));
+            }
+        });
+        for _ in 0..2 {
+            s.spawn(|| {
+                for _ in 0..ROUNDS {
+                    let bad = (0..N)
+                        .map(|i| x.read(i))
+                        .filter(|&v| v != lanes64(v))
+                        .count()
+                        + x.to_vec().iter().filter(|&&v| v != lanes64(v)).count()
+                        + y.iter().filter(|&v| v != lanes32(v)).count()
+                        + y.read_range(..)
+                            .iter()
+                            .filter(|&&v| v != lanes32(v))
+                            .count();
+                    mixed.fetch_add(bad, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    check!(
+        me,
+        "elements read whole while written",
+        mixed.load(Ordering::Relaxed),
+        0
+    );
+    check!(
+        me,
+        "last fill",
+        (x.read(0), y.read(N - 1)),
+        (lanes64(ROUNDS + 7), lanes32(ROUNDS as u32 + 7))
+    );
+    sh.barrier_all()?;
+    Ok(())
+}
+
 fn run(sh: &Shmem) -> R {
     identity(sh)?;
     allocation(sh)?;
@@ -429,6 +489,7 @@ fn run(sh: &Shmem) -> R {
     waits(sh)?;
     signals(sh)?;
     ordering(sh)?;
+    local_threads(sh)?;
     Ok(())
 }
 

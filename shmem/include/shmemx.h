@@ -32,7 +32,10 @@ extern "C" {
  *
  * shmemx_am_register is collective: every PE registers the same handlers
  * in the same order (so the returned numbers agree), and it ends with a
- * barrier (so no PE sends to a PE that has not registered yet).
+ * barrier (so no PE sends to a PE that has not registered yet) that also
+ * checks that every PE registered the handler at the same number: a
+ * registration that fails on one PE fails on every PE, each ending the
+ * job with a line naming the PE and the cause.
  *
  * Requests: Short (arguments only), Medium (arguments and at most
  * SHMEMX_AM_MAX_MEDIUM payload bytes, which the handler may read during

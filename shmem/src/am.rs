@@ -11,6 +11,9 @@
 //! PE registers the same handlers in the same order, and each call ends
 //! with a barrier, so the [`AmHandler`] it returns names the same handler
 //! on every PE and no PE can send to a PE that has not registered it yet.
+//! The barrier checks that every PE registered the handler at the same
+//! index: a registration that fails on one PE (or finds the PEs out of
+//! step) fails on every PE, and leaves them in step for the next one.
 //! Requests:
 //!
 //! - [`Shmem::am_short`]: up to [`MAX_ARGS`] 32-bit arguments;
@@ -87,16 +90,18 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use gasnet_core::types::{MAX_ARGS, MAX_LONG, MAX_MEDIUM};
 
-/// The next free user handler index (registration is collective, so every
-/// PE hands out the same indices in the same order).
-static NEXT_INDEX: AtomicU8 = AtomicU8::new(gasnet_core::handlers::FIRST_USER);
+/// The next free user handler index. Registration is collective and agreed
+/// ([`register`]), so every PE hands out the same indices in the same
+/// order, and a registration that fails, fails on every PE. Guarded by the
+/// mutex, which keeps one registration at a time in this process.
+static NEXT_INDEX: Mutex<u8> = Mutex::new(gasnet_core::handlers::FIRST_USER);
 
-fn am_error(rt: &Runtime, call: &'static str, e: AmError) -> ShmemError {
+pub(crate) fn am_error(rt: &Runtime, call: &'static str, e: AmError) -> ShmemError {
     ShmemError::Invalid {
         pe: rt.my_pe(),
         call,
@@ -248,28 +253,67 @@ where
 }
 
 /// Registers handler `f` collectively (see [`Shmem::am_register`]).
+///
+/// Every PE registers `f` at its next free index, then the PEs agree (a
+/// sync of the world team with the argument check of data collectives,
+/// [`Runtime::agree_sync`]) on the index and on whether each of them
+/// succeeded. So the registration either succeeds on every PE, at the
+/// same index, or fails on every PE: with this PE's own error where it
+/// failed, and elsewhere with [`ShmemError::CollectiveMismatch`] naming
+/// the PE that failed (or two PEs whose indices differ). A failed
+/// registration keeps the PEs in step: when every PE failed alike (every
+/// index is taken) the index stays as it was on every PE; when some PE's
+/// conduit took the handler and another's did not, every PE moves past
+/// the index (the conduit does not give a handler back). No PE returns
+/// before every PE has registered (the sync, which with the quiet before
+/// it makes a barrier), so no request reaches a PE before its handler
+/// exists.
 pub(crate) fn register<F>(rt: &'static Runtime, call: &'static str, f: F) -> Result<AmHandler>
 where
     F: Fn(&mut Token<'_, '_>, &Message<'_>) + Send + Sync + 'static,
 {
+    use gasnet_core::handlers::{FIRST_COMPUTE, FIRST_USER};
     rt.not_in_handler(call)?;
-    let index = NEXT_INDEX
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |i| {
-            (i < gasnet_core::handlers::FIRST_COMPUTE).then_some(i + 1)
-        })
-        .map_err(|_| ShmemError::Invalid {
+    // The registration ends with a barrier: this PE's operations complete
+    // first (a quiet fails only when a peer failed, which ends the job).
+    rt.quiet(call)?;
+    let mut next = NEXT_INDEX.lock().unwrap_or_else(|e| e.into_inner());
+    let index = *next;
+    let local = if index < FIRST_COMPUTE {
+        rt.conduit
+            .register_handler(index, wrap(rt, f))
+            .map_err(|e| rt.err(call, e))
+    } else {
+        Err(ShmemError::Invalid {
             pe: rt.my_pe(),
             call,
             reason: format!(
-                "all {} user handler indices are taken",
-                256 - gasnet_core::handlers::FIRST_USER as usize
+                "all {} user handler indices ({FIRST_USER}..={}) are taken",
+                FIRST_COMPUTE - FIRST_USER,
+                FIRST_COMPUTE - 1
             ),
-        })?;
-    rt.conduit
-        .register_handler(index, wrap(rt, f))
-        .map_err(|e| rt.err(call, e))?;
-    rt.barrier_all(call)?;
-    Ok(AmHandler(index))
+        })
+    };
+    let agreed = rt.agree_sync(
+        call,
+        crate::collective::Args::am_register(index, local.is_err()),
+    );
+    match (local, agreed) {
+        (Ok(()), Ok(())) => {
+            *next = index + 1;
+            Ok(AmHandler(index))
+        }
+        // Every PE made the same call and failed it: no conduit took a
+        // handler at `index`, which stays free on every PE.
+        (Err(e), Ok(())) => Err(e),
+        // The PEs' calls differed (some failed, some took the handler, or
+        // their indices were not in step): every PE sees the difference,
+        // and every PE moves on by one.
+        (local, Err(e)) => {
+            *next = index.saturating_add(1).min(FIRST_COMPUTE);
+            Err(local.err().unwrap_or(e))
+        }
+    }
 }
 
 impl Shmem {

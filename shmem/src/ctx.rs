@@ -1,9 +1,15 @@
 //! Communication contexts and thread levels (OpenSHMEM 1.5).
 //!
-//! A [`Ctx`] is a stream of puts, gets and atomics with its own `quiet` and
-//! `fence`. It is created on the world team ([`Shmem::create_ctx`]) or on
-//! any team ([`Team::create_ctx`]), whose numbering its PE arguments use,
-//! and destroyed (after a quiet) when dropped.
+//! A [`Ctx`] is a stream of puts, gets, atomics and puts-with-signal with
+//! its own `quiet` and `fence`. It is created on the world team
+//! ([`Shmem::create_ctx`]) or on any team ([`Team::create_ctx`]), whose
+//! numbering its PE arguments use, and destroyed (after a quiet) when
+//! dropped. Its calls are those of the default context: blocking
+//! [`Ctx::put`], [`Ctx::get`], [`Ctx::p`], [`Ctx::g`], the atomics and
+//! [`Ctx::put_signal`], and non-blocking puts and gets inside
+//! [`Ctx::nbi`], a scope ([`crate::NbiScope`]) that ends with the
+//! context's own quiet. All of them take the one operation path of the
+//! crate, with the context's id.
 //!
 //! Options ([`CtxOptions`]):
 //! - `SERIALIZED`: the program promises not to use the context from two
@@ -70,8 +76,8 @@ use crate::pod::{AmoElem, AmoInt, Pod, bytes_of, bytes_of_mut};
 use crate::runtime::Runtime;
 use crate::sym::SymVec;
 use crate::team::Team;
-use conduits::AmoOp;
 use conduits::prelude::*;
+use conduits::{AmoOp, SignalOp};
 use std::sync::atomic::Ordering;
 
 /// A communication context (`shmem_ctx_t`); dropping it quiets and
@@ -171,7 +177,7 @@ macro_rules! ctx_nonfetching {
     )*};
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
     /// The options it was created with.
     pub fn options(&self) -> CtxOptions {
         self.st.options
@@ -190,6 +196,11 @@ impl Ctx<'_> {
     #[inline(always)]
     fn op(&self) -> Op<'_> {
         Op::on(self.rt, &self.st)
+    }
+
+    /// The runtime and the context's state (for [`Ctx::nbi`]).
+    pub(crate) fn parts(&self) -> (&'a Runtime, &CtxState) {
+        (self.rt, &self.st)
     }
 
     /// `shmem_ctx_put`: as [`SymVec::put`] on this context (`pe` in the
@@ -234,6 +245,43 @@ impl Ctx<'_> {
         let mut v: [T; 1] = [unsafe { std::mem::zeroed() }];
         self.get(src, index, &mut v, pe)?;
         Ok(v[0])
+    }
+
+    /// `shmem_ctx_put_signal`: as [`SymVec::put_signal`] on this context:
+    /// `src` over elements `start..` of `pe`'s copy of `dst`, then signal
+    /// word `sig_index` of `pe`'s copy of `sig` updated with `op` and
+    /// `value`, so that a PE that sees the signal sees the data (`pe` in
+    /// the context's team). Completed by this context's quiet.
+    ///
+    /// ```no_run
+    /// use shmem::{Cmp, CtxOptions, SignalOp};
+    /// let sh = shmem::init()?;
+    /// let (me, n) = (sh.my_pe(), sh.n_pes());
+    /// let (data, sig) = (sh.calloc::<u32>(4)?, sh.calloc::<u64>(1)?);
+    /// let ctx = sh.create_ctx(CtxOptions::NONE)?;
+    /// ctx.put_signal(&data, 0, &[me as u32; 4], &sig, 0, SignalOp::Add, 1, (me + 1) % n)?;
+    /// sig.signal_wait_until(0, Cmp::Eq, 1)?;
+    /// assert_eq!(data.to_vec(), [((me + n - 1) % n) as u32; 4]);
+    /// # Ok::<(), shmem::ShmemError>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn put_signal<T: Pod>(
+        &self,
+        dst: &SymVec<'_, T>,
+        start: usize,
+        src: &[T],
+        sig: &SymVec<'_, u64>,
+        sig_index: usize,
+        op: SignalOp,
+        value: u64,
+        pe: usize,
+    ) -> Result<()> {
+        const CALL: &str = "shmem_ctx_put_signal";
+        let off = dst.range(start, src.len(), CALL)?;
+        let sig_off = sig.range(sig_index, 1, CALL)?;
+        self.op()
+            .put_signal(CALL, pe, off, bytes_of(src), sig_off, op, value)
     }
 
     #[allow(clippy::too_many_arguments)]

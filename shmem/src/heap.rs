@@ -62,10 +62,12 @@ impl Runtime {
         };
         let off = layout::HEAP + heap_off;
         if zero {
-            // SAFETY: the block `off..off+bytes` lies in this PE's heap and
-            // was just allocated; no other PE writes it before the barrier
-            // below, which every PE passes only after allocating it.
-            unsafe { std::ptr::write_bytes(self.local_addr(off), 0, bytes) };
+            // SAFETY: the block `off..off+bytes` lies in this PE's heap, was
+            // just allocated and is reached by raw pointer only; the stores
+            // are relaxed atomics (`segmem`), so no access of this process
+            // races with them, and no peer writes the block before the
+            // barrier below, which every PE passes only after allocating it.
+            unsafe { conduits::segmem::zero(self.local_addr(off), bytes) };
         }
         if self.config().debug {
             conduits::report!(
@@ -136,11 +138,13 @@ impl Runtime {
         if r.moved {
             let keep = old_bytes.min(bytes);
             // SAFETY: both blocks lie in this PE's heap and are disjoint (the
-            // new block was allocated while the old one was live); the old
-            // one is free now but untouched until the next allocation, and
-            // no other PE writes either block until the barrier below.
+            // new block was allocated while the old one was live), reached
+            // by raw pointer only and copied with relaxed atomics
+            // (`segmem`); the old one is free now but untouched until the
+            // next allocation, and no other PE writes either block until
+            // the barrier below.
             unsafe {
-                std::ptr::copy_nonoverlapping(self.local_addr(off), self.local_addr(new_off), keep)
+                conduits::segmem::copy_shared(self.local_addr(off), self.local_addr(new_off), keep)
             };
         }
         if self.config().debug {
@@ -182,9 +186,10 @@ impl Runtime {
         let rec = self.local_addr(alloc_record(slot)).cast::<u64>();
         for (i, w) in [code, bytes, step, extra].into_iter().enumerate() {
             // SAFETY: the record lies in this PE's runtime region, 8-byte
-            // aligned; peers read it only after the step's barrier, and it
-            // is rewritten three steps later.
-            unsafe { rec.add(i).write_volatile(w) };
+            // aligned, reached by raw pointer only and stored atomically;
+            // peers read it only after the step's barrier, and it is
+            // rewritten three steps later.
+            unsafe { conduits::segmem::store(rec.add(i), w) };
         }
         if self.my_pe() == 0 {
             let next = ((step + 1) % 3) as usize;
@@ -270,8 +275,9 @@ impl Runtime {
         let base = self.local_addr(layout::COLLECTIVE_CHECK).cast::<u64>();
         for (i, w) in what.iter().enumerate() {
             // SAFETY: the check words lie in this PE's runtime region,
-            // 8-byte aligned; peers only read them between the two barriers.
-            unsafe { base.add(i).write_volatile(*w) };
+            // 8-byte aligned, reached by raw pointer only and stored
+            // atomically; peers only read them between the two barriers.
+            unsafe { conduits::segmem::store(base.add(i), *w) };
         }
         self.sync_all(call)?;
         let mut pe0 = [0u64; 3];

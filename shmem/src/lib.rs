@@ -57,7 +57,9 @@
 //! ### 2. Local access: copies, never references
 //!
 //! Your PE's copy of an object is memory other PEs write with puts and
-//! atomics at any time, so safe code reads and writes it by copying:
+//! atomics at any time, so safe code reads and writes it by copying, with
+//! relaxed atomic accesses (so threads reading and writing it at once do
+//! not race; see [Soundness](#soundness)):
 //! [`SymVec::read`], [`SymVec::write`], [`SymVec::to_vec`],
 //! [`SymVec::read_range`], [`SymVec::copy_to`], [`SymVec::copy_from`],
 //! [`SymVec::fill`], [`SymVec::iter`]. A `&[T]` over it would promise Rust
@@ -168,12 +170,20 @@
 //! once), so threads with their own contexts do not wait for each other's
 //! slow targets. [`init_thread`] asks for a [`ThreadLevel`]; see [`ctx`].
 //!
+//! A context has the default context's calls: blocking ones
+//! ([`Ctx::put`], [`Ctx::atomic_add`], [`Ctx::put_signal`], ...) and
+//! non-blocking puts and gets in a scope of its own ([`Ctx::nbi`]), which
+//! ends with the context's quiet.
+//!
 //! ```no_run
 //! let sh = shmem::init()?;
-//! let x = sh.calloc::<u64>(1)?;
+//! let (me, n) = (sh.my_pe(), sh.n_pes());
+//! let x = sh.calloc::<u64>(n)?;
 //! let ctx = sh.create_ctx(shmem::CtxOptions::PRIVATE)?;
 //! ctx.atomic_add(&x, 0, 1, 0)?;
 //! ctx.quiet()?;                           // this context's operations only
+//! let mine = [me as u64];
+//! ctx.nbi(|s| s.put(&x, me, &mine, (me + 1) % n))?;
 //! # Ok::<(), shmem::ShmemError>(())
 //! ```
 //!
@@ -224,25 +234,77 @@
 //! | `shmem_<op>_reduce` | [`Team::reduce`] with an operator of [`coll::ops`], or [`Team::sum_reduce`] etc. |
 //! | `shmem_<op>_inscan`, `_exscan` (1.6) | [`Team::inscan`], [`Team::exscan`], [`Team::sum_inscan`], [`Team::sum_exscan`] |
 //! | `shmem_ctx_create`, `shmem_team_create_ctx`, `shmem_ctx_destroy` | [`Shmem::create_ctx`], [`Team::create_ctx`], drop of [`Ctx`] or [`Ctx::destroy`] |
-//! | `shmem_ctx_put`, `_get`, `_atomic_*`, `_quiet`, `_fence` | the methods of [`Ctx`] |
+//! | `shmem_ctx_put`, `_get`, `_atomic_*`, `_put_signal`, `_quiet`, `_fence` | the methods of [`Ctx`] |
+//! | `shmem_ctx_put_nbi`, `_get_nbi` | [`NbiScope::put`], [`NbiScope::get`] inside [`Ctx::nbi`] |
 //!
 //! Configuration comes from the environment: see [`config`].
 //!
 //! ## Soundness
 //!
-//! Symmetric memory is written by other PEs, by this PE's own puts,
-//! atomics and collectives, by other threads and by conduit progress
-//! threads, at any time. Safe code therefore never holds a Rust reference
-//! to it: local elements are read and written by copy (volatile loads and
-//! stores), and the zero-copy views are either `unsafe fn`s whose callers
-//! promise that no writer exists while the view lives, or borrows of a
-//! [`SymReadOnly`], whose collective conversion excludes every writer for
-//! its lifetime ([`sym::readonly`]; it assumes, as every collective does,
-//! that all PEs make their collective calls in the same order, and says
-//! what it detects when they do not). Every operation, blocking or
-//! not, on a [`Ctx`] or the default context, from Rust or C, takes one path
-//! (a context, then the conduit), where the PE, range, alignment and
-//! context checks are made once.
+//! Safe code cannot cause undefined behaviour through this crate. What
+//! that rests on, and where Rust's guarantees stop, is stated here; the
+//! full account is [`segmem`]'s documentation.
+//!
+//! **Symmetric memory is never behind a reference.** A segment is written
+//! by other PEs, by this PE's own puts, atomics and collectives, by other
+//! threads and by conduit progress threads, at any time; a `&T` or
+//! `&mut T` over it would promise Rust that nothing does while it lives.
+//! So the runtime reaches segment memory only through raw pointers, and
+//! safe code only through copies: [`SymVec::read`], [`SymVec::write`] and
+//! the bulk copies. The zero-copy views are either `unsafe fn`s whose
+//! callers promise that no writer exists while the view lives
+//! ([`SymVec::as_slice`]), or borrows of a [`SymReadOnly`], whose
+//! collective conversion excludes every writer for its lifetime
+//! ([`sym::readonly`]; it assumes, as every collective does, that all PEs
+//! make their collective calls in the same order, and says what it
+//! detects when they do not). The C ABI's buffers, which may be symmetric
+//! too, are named by address down to the conduit (`Rma::put_from`,
+//! `get_into`).
+//!
+//! **Accesses within the process are atomic.** Two threads of one process
+//! that touch the same bytes at once, one writing, race, and in Rust's
+//! memory model (C++20's) a race between accesses that are not all atomic
+//! is undefined behaviour *whatever the bytes* (that every bit pattern is
+//! a valid `T` does not help). So the Rust API's local accesses are
+//! relaxed atomic loads and stores of the element's own width (one
+//! `mov`, as a plain access), the bulk copies are element by element or
+//! word by word the same way, and the runtime's own accesses to this PE's
+//! segment (collectives, allocation, the engine of a progress thread, a
+//! conduit's transfer to this PE on `smp`, `ipv6` and `ofi`) are atomic
+//! too. Two threads at
+//! [`ThreadLevel::Multiple`] calling `x.read(i)` and `x.write(i, v)` on
+//! one object read the old or the new value. Ordering comes from the
+//! runtime's synchronization (quiet, barriers, waits, signals), whose
+//! atomics are acquire/release.
+//!
+//! **What stays outside Rust's guarantees**, said plainly:
+//!
+//! - other processes (PEs sharing memory on `smp`, a routed job's peers)
+//!   and devices (an fpga board's memory, which is the segment on `fpga`
+//!   and which that conduit copies to and from plainly; a NIC) write
+//!   segments without
+//!   Rust's knowledge: Rust's model describes one process. Raw pointers
+//!   and atomics are the recognised way to share memory with them, and
+//!   the hardware keeps aligned accesses of up to 8 bytes whole;
+//! - C code that calls the C ABI accesses its symmetric variables with
+//!   C's plain loads and stores under C's rules;
+//! - the `smp` conduit copies into and out of *other* PEs' segments with
+//!   `memcpy` (word-by-word atomics would cost a third of a 64 KiB put's
+//!   bandwidth): two threads of one process whose transfers touch the
+//!   same bytes of a peer at the same moment race in Rust's model, as
+//!   they do in OpenSHMEM's, which calls the result unspecified;
+//! - an untyped copy moves 8-byte words: when it overlaps, at the same
+//!   moment, another thread's access to a narrower element of the same
+//!   bytes (a progress thread writing a peer's put while a `u32` element
+//!   is read), the two atomics differ in size, which Rust's model leaves
+//!   undefined and x86-64 and AArch64 perform as the individual accesses.
+//!   OpenSHMEM calls such a program's result unspecified; the runtime's
+//!   own paths never do it.
+//!
+//! **One path.** Every operation, blocking or not, on a [`Ctx`] or the
+//! default context, from Rust or C, takes one path (a context, then the
+//! conduit), where the PE, range, alignment and context checks are made
+//! once.
 
 pub mod alloc;
 pub mod am;
@@ -276,6 +338,7 @@ pub use coll::ops::{Complex32, Complex64};
 /// shmem::report!("PE {}: checksum mismatch at {}", 0, 17);
 /// ```
 pub use conduits::report;
+pub use conduits::segmem;
 pub use conduits::{ConduitKind, SignalOp};
 pub use config::Config;
 pub use ctx::{Ctx, CtxOptions, ThreadLevel};

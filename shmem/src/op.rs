@@ -15,7 +15,10 @@
 //! - element ranges of typed objects ([`elem_range`]); the C ABI's addresses
 //!   are resolved by [`Runtime::sym_offset`].
 //!
-//! Then the conduit is called with the context's [`CtxId`]. The default
+//! Then the conduit is called with the context's [`CtxId`]. Rust callers
+//! hand it slices of their own memory; the C ABI names its buffers by
+//! address (`put_from`, `get_into`, `put_signal_from`), since a C buffer
+//! may be symmetric memory that no Rust reference may cover. The default
 //! context's path is a PE check and the conduit call: nothing else is
 //! added to it.
 //!
@@ -156,6 +159,13 @@ impl CtxState {
         }
     }
 
+    /// Whether this thread may use the context (any thread, unless it is
+    /// `PRIVATE`).
+    pub(crate) fn owned_here(&self) -> bool {
+        self.owner
+            .is_none_or(|owner| std::thread::current().id() == owner)
+    }
+
     #[inline(always)]
     fn issued(&self) {
         if !self.pending.load(Ordering::Relaxed) {
@@ -202,16 +212,54 @@ fn team_pe_error(rt: &Runtime, call: &'static str, pe: usize, size: usize) -> Sh
     )
 }
 
+/// A word an atomic, a signal or a wait acts on: a segment offset (every
+/// segment base is aligned beyond any word, `conduits::SEGMENT_ALIGN`, so
+/// an offset's alignment is its address's) or an address in this process
+/// (a C program's wait word).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WordAt {
+    /// Segment offset of this PE's copy.
+    Seg(usize),
+    /// An address in this process.
+    Addr(usize),
+}
+
+/// The one alignment check of the runtime: atomics, signals and waits act
+/// on naturally aligned words of `width` bytes (and an address is not
+/// null).
+#[inline(always)]
+pub(crate) fn check_aligned(
+    rt: &Runtime,
+    call: &'static str,
+    at: WordAt,
+    width: usize,
+) -> Result<()> {
+    let fine = match at {
+        WordAt::Seg(off) => off.is_multiple_of(width),
+        WordAt::Addr(a) => a != 0 && a.is_multiple_of(width),
+    };
+    if fine {
+        Ok(())
+    } else {
+        Err(misaligned(rt, call, at, width))
+    }
+}
+
 #[cold]
-fn misaligned(rt: &Runtime, call: &'static str, off: usize, width: usize) -> ShmemError {
-    invalid(
-        rt,
-        call,
+fn misaligned(rt: &Runtime, call: &'static str, at: WordAt, width: usize) -> ShmemError {
+    let addr = match at {
+        WordAt::Seg(off) => rt.local_addr(off) as usize,
+        WordAt::Addr(a) => a,
+    };
+    let reason = if addr == 0 {
+        format!("address 0x0 is null, not a {width}-byte word")
+    } else {
         format!(
-            "address {:#x} is not aligned to {width} bytes (atomics act on naturally aligned words)",
-            rt.local_addr(off) as usize
-        ),
-    )
+            "address {addr:#x} is not aligned to {width} bytes (atomics, signals and waits act on \
+             naturally aligned words)"
+        )
+    };
+    invalid(rt, call, reason)
 }
 
 /// Segment offset of elements `start..start + count` of a typed object of
@@ -333,6 +381,51 @@ impl<'a> Op<'a> {
         Ok(())
     }
 
+    /// `put` of the `len` bytes at `src`, named by address: the C ABI's
+    /// form, whose source may be symmetric memory that a peer, another
+    /// thread or a progress thread writes meanwhile, so that no Rust
+    /// reference to it may be formed. The conduit reads it with raw
+    /// pointers only ([`Rma::put_from`]).
+    ///
+    /// # Safety
+    /// `src..src + len` is valid for reads for the call.
+    #[inline(always)]
+    pub(crate) unsafe fn put_from(
+        &self,
+        call: &'static str,
+        pe: usize,
+        off: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        let w = self.target(call, pe, true)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.rt.conduit.put_from(self.id(), w, off, src, len) }
+            .map_err(|e| self.rt.err(call, e))?;
+        self.issued();
+        Ok(())
+    }
+
+    /// `get` into the `len` bytes at `dst`, named by address: the C ABI's
+    /// form (as [`Op::put_from`]; [`Rma::get_into`]).
+    ///
+    /// # Safety
+    /// `dst..dst + len` is valid for writes for the call.
+    #[inline(always)]
+    pub(crate) unsafe fn get_into(
+        &self,
+        call: &'static str,
+        pe: usize,
+        off: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        let w = self.target(call, pe, false)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.rt.conduit.get_into(self.id(), w, off, dst, len) }
+            .map_err(|e| self.rt.err(call, e))
+    }
+
     /// `get`: segment offset `off` of `pe` into `dst`.
     #[inline(always)]
     pub(crate) fn get(
@@ -389,10 +482,7 @@ impl<'a> Op<'a> {
         store: bool,
     ) -> Result<u64> {
         let w = self.target(call, pe, store)?;
-        let bytes = width.bytes();
-        if !off.is_multiple_of(bytes) {
-            return Err(misaligned(self.rt, call, off, bytes));
-        }
+        check_aligned(self.rt, call, WordAt::Seg(off), width.bytes())?;
         let r = self
             .rt
             .conduit
@@ -419,13 +509,42 @@ impl<'a> Op<'a> {
         value: u64,
     ) -> Result<()> {
         let w = self.target(call, pe, true)?;
-        if !sig_off.is_multiple_of(8) {
-            return Err(misaligned(self.rt, call, sig_off, 8));
-        }
+        check_aligned(self.rt, call, WordAt::Seg(sig_off), 8)?;
         self.rt
             .conduit
             .put_signal(self.id(), w, off, src, sig_off, op, value)
             .map_err(|e| self.rt.err(call, e))?;
+        self.issued();
+        Ok(())
+    }
+
+    /// `put_signal` of the `len` bytes at `src`, named by address: the C
+    /// ABI's form (as [`Op::put_from`]; [`Rma::put_signal_from`]).
+    ///
+    /// # Safety
+    /// `src..src + len` is valid for reads for the call.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) unsafe fn put_signal_from(
+        &self,
+        call: &'static str,
+        pe: usize,
+        off: usize,
+        src: *const u8,
+        len: usize,
+        sig_off: usize,
+        op: SignalOp,
+        value: u64,
+    ) -> Result<()> {
+        let w = self.target(call, pe, true)?;
+        check_aligned(self.rt, call, WordAt::Seg(sig_off), 8)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe {
+            self.rt
+                .conduit
+                .put_signal_from(self.id(), w, off, src, len, sig_off, op, value)
+        }
+        .map_err(|e| self.rt.err(call, e))?;
         self.issued();
         Ok(())
     }

@@ -22,6 +22,7 @@ use crate::pod::{Pod, bytes_of, bytes_of_mut};
 use crate::runtime::Runtime;
 use conduits::SignalOp;
 use conduits::prelude::*;
+use conduits::segmem;
 use std::marker::PhantomData;
 
 mod atomic;
@@ -103,8 +104,9 @@ impl Shmem {
     /// `shmem_malloc`: allocates `len` elements of `T` on every PE.
     /// Collective: every PE calls it with the same `len` in the same order
     /// of allocations; ends with a barrier. The contents are unspecified
-    /// (zero for never-used memory, old data for reused memory), but always
-    /// valid `T` values.
+    /// (zero for never-used memory, old data for reused memory): whatever
+    /// bytes they are, they make `T` values, since every bit pattern is one
+    /// (`Pod`).
     ///
     /// Errors with [`ShmemError::Alloc`] naming the request and the free
     /// space when the heap (`SHMEM_SYMMETRIC_SIZE`) cannot hold it.
@@ -183,14 +185,18 @@ impl<'s, T: Pod> SymVec<'s, T> {
 
     /// Element `index` of this PE's copy, copied out.
     ///
-    /// Other PEs (and this one, through puts, atomics and collectives) may
-    /// write this memory at any time, so no reference to it is handed out:
-    /// the element is read with a volatile load, which the compiler
-    /// performs every time it is called (a polling loop sees updates) and
-    /// whose bytes are always a valid `T`. What it reads is meaningful
-    /// after a synchronization that orders the writes before it: a
-    /// barrier, [`Shmem::quiet`] plus a flag, [`SymVec::wait_until`], a
-    /// signal wait. Panics, naming the PE, when `index >= len()`.
+    /// Other PEs (and this one, through puts, atomics and collectives, and
+    /// other threads) may write this memory at any time, so no reference
+    /// to it is handed out: the element is read with one relaxed atomic
+    /// load of its own width when `T` is 1, 2, 4 or 8 bytes and aligned to
+    /// that, else as words ([`crate::segmem`]). So a thread reading an
+    /// element while another writes it reads the old or the new value,
+    /// never undefined behaviour (a `T` wider than 8 bytes moves as
+    /// several words, and may then combine words of both). What it reads
+    /// is meaningful after a
+    /// synchronization that orders the writes before it: a barrier,
+    /// [`Shmem::quiet`] plus a flag, [`SymVec::wait_until`], a signal
+    /// wait. Panics, naming the PE, when `index >= len()`.
     ///
     /// ```no_run
     /// let sh = shmem::init()?;
@@ -200,20 +206,21 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// ```
     #[inline]
     pub fn read(&self, index: usize) -> T {
-        self.check_local(index, 1, "SymVec::read");
-        // SAFETY: `index < len`: the element lies in this object's live
-        // allocation in this PE's segment, aligned for `T`, mapped while
-        // `'s` borrows the runtime. It is read through a raw pointer and no
-        // Rust reference to segment memory exists in safe code, so no
-        // reference's guarantee is broken by a concurrent writer; the load
-        // is volatile, so it is neither elided nor merged, and whatever
-        // bytes a racing write leaves are a valid `T` (`Pod`).
-        unsafe { self.local_ptr().add(index).read_volatile() }
+        let off = self.check_local(index, 1, "SymVec::read");
+        // SAFETY: `off` is element `index < len` of this object's live
+        // allocation in this PE's segment, aligned for `T` (allocations
+        // are aligned for their type, the segment base beyond any type),
+        // mapped while `'s` borrows the runtime and reached through a raw
+        // pointer that no Rust reference covers; every bit pattern is a
+        // valid `T` (`Pod`). `segmem::load` accesses it atomically, so a
+        // concurrent write of this process is no data race.
+        unsafe { segmem::load(self.rt.local_addr(off).cast::<T>()) }
     }
 
-    /// Writes `value` to element `index` of this PE's copy (a volatile
-    /// store; same rules as [`SymVec::read`]). Peers see it after a
-    /// synchronization (a barrier, a signal). Panics when `index >= len()`.
+    /// Writes `value` to element `index` of this PE's copy (one relaxed
+    /// atomic store of its width, as [`SymVec::read`] reads). Peers see it
+    /// after a synchronization (a barrier, a signal). Panics when
+    /// `index >= len()`.
     ///
     /// ```no_run
     /// let sh = shmem::init()?;
@@ -224,14 +231,30 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// ```
     #[inline]
     pub fn write(&self, index: usize, value: T) {
-        self.check_local(index, 1, "SymVec::write");
-        // SAFETY: as in `read`: a live, aligned element written through a
-        // raw pointer that no Rust reference aliases in safe code.
-        unsafe { self.local_ptr().add(index).write_volatile(value) }
+        let off = self.check_local(index, 1, "SymVec::write");
+        // SAFETY: as in `read`: a live, aligned element reached through a
+        // raw pointer no Rust reference covers, stored atomically.
+        unsafe { segmem::store(self.rt.local_addr(off).cast::<T>(), value) }
     }
 
-    /// Copies this PE's copy into a new `Vec` (element by element, with
-    /// volatile loads; see [`SymVec::read`]).
+    /// Copies `count` elements at segment offset `off` (checked by the
+    /// caller) into a new `Vec`.
+    fn load_vec(&self, off: usize, count: usize) -> Vec<T> {
+        let mut v = Vec::<T>::with_capacity(count);
+        // SAFETY: `off..` holds `count` live elements of this object (the
+        // caller checked the range), aligned, reached by raw pointer only;
+        // the vector's fresh buffer holds `count` elements and overlaps
+        // nothing; every bit pattern is a valid `T`, so all `count` are
+        // initialized after the copy.
+        unsafe {
+            segmem::load_elems(self.rt.local_addr(off).cast::<T>(), v.as_mut_ptr(), count);
+            v.set_len(count);
+        }
+        v
+    }
+
+    /// Copies this PE's copy into a new `Vec` (element by element, as
+    /// [`SymVec::read`] reads).
     ///
     /// ```no_run
     /// let sh = shmem::init()?;
@@ -240,7 +263,7 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn to_vec(&self) -> Vec<T> {
-        self.iter().collect()
+        self.load_vec(self.off, self.len)
     }
 
     /// Copies elements `range` of this PE's copy into a new `Vec`. Panics
@@ -265,12 +288,14 @@ impl<'s, T: Pod> SymVec<'s, T> {
             Bound::Excluded(&e) => e,
             Bound::Unbounded => self.len,
         };
-        self.check_local(start, end.saturating_sub(start), "SymVec::read_range");
-        (start..end.max(start)).map(|i| self.read(i)).collect()
+        let count = end.saturating_sub(start);
+        let off = self.check_local(start, count, "SymVec::read_range");
+        self.load_vec(off, count)
     }
 
     /// Copies elements `start..start + dst.len()` of this PE's copy into
-    /// `dst`. Panics when they are not within `0..len()`.
+    /// `dst` (as [`SymVec::read`] reads). Panics when they are not within
+    /// `0..len()`.
     ///
     /// ```no_run
     /// let sh = shmem::init()?;
@@ -281,16 +306,22 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn copy_to(&self, start: usize, dst: &mut [T]) {
-        self.check_local(start, dst.len(), "SymVec::copy_to");
-        for (k, d) in dst.iter_mut().enumerate() {
-            // SAFETY: as in `read`, for element `start + k < len`.
-            *d = unsafe { self.local_ptr().add(start + k).read_volatile() };
+        let off = self.check_local(start, dst.len(), "SymVec::copy_to");
+        // SAFETY: as in `load_vec`, into `dst`, which the caller holds
+        // exclusively (so it cannot be segment memory: safe code has no
+        // `&mut` over it) and which holds `dst.len()` elements.
+        unsafe {
+            segmem::load_elems(
+                self.rt.local_addr(off).cast::<T>(),
+                dst.as_mut_ptr(),
+                dst.len(),
+            )
         }
     }
 
     /// Copies `src` over elements `start..start + src.len()` of this PE's
-    /// copy (volatile stores; see [`SymVec::write`]). Panics when they are
-    /// not within `0..len()`.
+    /// copy (as [`SymVec::write`] writes). Panics when they are not within
+    /// `0..len()`.
     ///
     /// ```no_run
     /// let sh = shmem::init()?;
@@ -300,11 +331,13 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn copy_from(&self, start: usize, src: &[T]) {
-        self.check_local(start, src.len(), "SymVec::copy_from");
-        for (k, &v) in src.iter().enumerate() {
-            // SAFETY: as in `write`, for element `start + k < len`.
-            unsafe { self.local_ptr().add(start + k).write_volatile(v) };
-        }
+        let off = self.check_local(start, src.len(), "SymVec::copy_from");
+        // SAFETY: `src.len()` live elements of this object at `off`
+        // (checked), aligned, reached by raw pointer only and stored
+        // atomically; `src` is a shared slice, which nothing writes while
+        // it lives, and which cannot overlap this object's copy unless it
+        // is a `SymReadOnly`'s, which is another object.
+        unsafe { segmem::store_elems(src.as_ptr(), self.rt.local_addr(off).cast::<T>(), src.len()) }
     }
 
     /// Writes `value` to every element of this PE's copy.
@@ -317,9 +350,10 @@ impl<'s, T: Pod> SymVec<'s, T> {
     /// # Ok::<(), shmem::ShmemError>(())
     /// ```
     pub fn fill(&self, value: T) {
+        let base = self.rt.local_addr(self.off).cast::<T>();
         for k in 0..self.len {
             // SAFETY: as in `write`, for element `k < len`.
-            unsafe { self.local_ptr().add(k).write_volatile(value) };
+            unsafe { segmem::store(base.add(k), value) };
         }
     }
 
@@ -405,26 +439,33 @@ impl<'s, T: Pod> SymVec<'s, T> {
         unsafe { std::slice::from_raw_parts_mut(self.local_ptr(), self.len) }
     }
 
-    /// Panics, naming the PE and the call, unless `start..start + count`
-    /// lies in `0..len()`.
+    /// Segment offset of elements `start..start + count` of this PE's copy;
+    /// panics with the error of [`SymVec::range`] (naming the PE, the call
+    /// and the range) when they are not within `0..len()`: local access
+    /// has no error channel, and an index out of range is a bug, as for a
+    /// slice.
     #[inline(always)]
-    fn check_local(&self, start: usize, count: usize, call: &'static str) {
-        if !(start <= self.len && count <= self.len - start) {
-            local_range_panic(self.rt.my_pe(), call, start, count, self.len)
+    #[track_caller]
+    fn check_local(&self, start: usize, count: usize, call: &'static str) -> usize {
+        match self.range(start, count, call) {
+            Ok(off) => off,
+            Err(e) => local_range_panic(e),
         }
     }
 
     /// `shmem_ptr`: the address at which this process can load and store
     /// `pe`'s copy directly, where the conduit maps peers' segments (smp);
     /// `None` where it does not (ipv6, fpga) or when `pe` is out of range.
-    /// Accesses through the pointer follow the same rules as local access.
+    /// Accesses through the pointer follow the same rules as local access:
+    /// no references, atomic loads and stores ([`crate::segmem`]).
     ///
     /// ```no_run
     /// let sh = shmem::init()?;
     /// let x = sh.calloc::<u64>(1)?;
     /// if let Some(p) = x.ptr((sh.my_pe() + 1) % sh.n_pes()) {
-    ///     // SAFETY: p points at a live u64 of the peer's heap.
-    ///     let v = unsafe { p.read_volatile() };
+    ///     // SAFETY: p points at a live, aligned u64 of the peer's heap,
+    ///     // which no reference covers.
+    ///     let v = unsafe { shmem::segmem::load(p) };
     ///     println!("neighbour holds {v}");
     /// }
     /// # Ok::<(), shmem::ShmemError>(())
@@ -703,9 +744,6 @@ impl<'a, 's, T: Pod> IntoIterator for &'a SymVec<'s, T> {
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn local_range_panic(pe: usize, call: &str, start: usize, count: usize, len: usize) -> ! {
-    panic!(
-        "PE {pe}: {call}: elements {start}..{} out of bounds of the {len} local elements",
-        start.saturating_add(count)
-    )
+fn local_range_panic(e: ShmemError) -> ! {
+    panic!("{e}")
 }

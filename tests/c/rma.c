@@ -96,5 +96,30 @@ int main(void) {
     uint16_t s16[2] = {0, 0};
     shmem_get16(s16, wd, 2, left);
     CHECK(s16[0] == 1, "get16");
+    /* Symmetric memory on both sides: a get into the heap and into static
+     * data (on ipv6 the progress thread writes such a destination itself),
+     * a put from them, strided and with a signal. */
+    static long st_got[16];
+    static uint64_t st_sig;
+    long *hp = shmem_malloc(32 * sizeof(long));
+    for (int i = 0; i < 32; i++) hp[i] = me * 100 + i;
+    shmem_barrier_all();
+    shmem_long_get(hp + 16, hp, 16, right);
+    shmem_long_get(st_got, hp, 16, left);
+    for (int i = 0; i < 16; i++) {
+        CHECK(hp[16 + i] == right * 100 + i, "get into the heap %d", i);
+        CHECK(st_got[i] == left * 100 + i, "get into static data %d", i);
+    }
+    shmem_long_iget(st_got, hp, 2, 1, 8, right);
+    CHECK(st_got[2] == right * 100 + 1 && st_got[14] == right * 100 + 7, "iget into static data");
+    shmem_barrier_all();
+    shmem_long_put(hp, st_got, 8, right);          /* from static data */
+    shmem_long_put_signal(hp + 8, hp + 16, 8, &st_sig, 1, SHMEM_SIGNAL_ADD, right);
+    shmem_signal_wait_until(&st_sig, SHMEM_CMP_EQ, 1);
+    shmem_barrier_all();
+    CHECK(hp[2] == me * 100 + 1 && hp[8] == me * 100 && hp[15] == me * 100 + 7,
+          "put from symmetric memory");
+    shmem_barrier_all();
+    shmem_free(hp);
     return done("rma");
 }

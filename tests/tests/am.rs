@@ -8,8 +8,10 @@
 //! (`examples/src/bin/matmul_fpga.rs`). A C program that names a handler
 //! number `shmemx_am_register` never returns (224, a compute core's on the
 //! fpga conduit; 223, unregistered) ends the job naming the PE, the call
-//! and the number on every conduit (`tests/c/am_compute_index.c`), and
-//! `shmem::compute` on boards without a compute core fails naming the PE.
+//! and the number on every conduit (`tests/c/am_compute_index.c`); a C
+//! handler that waits, tests or takes a lock ends the job naming the PE
+//! and the call (`tests/c/am_handler_waits.c`); and `shmem::compute` on
+//! boards without a compute core fails naming the PE.
 
 #[path = "support/capi.rs"]
 mod capi;
@@ -105,6 +107,52 @@ fn c_handlers_run_in_shmem_finalize_may_reply() {
         let j = capi::job_on(conduit, 2, &exe, &[], &[], JOB_TIMEOUT);
         j.assert_ok_with("am_finalize: PE 0 served 1 request(s) in shmem_finalize");
         assert!(j.out.stderr.is_empty(), "{conduit}: {j:?}");
+    }
+}
+
+/// The handler rule of `shmemx.h` for the calls that wait
+/// (`tests/c/am_handler_waits.c`): PE 0's handler calls a wait, a test or
+/// a lock routine that would return at once outside a handler; the job
+/// ends with status 1 and one line naming PE 0, the call and the rule,
+/// and the handler never returns. Every case on smp (the handler runs in
+/// PE 0's barrier), two on ipv6 (on its progress thread).
+#[test]
+fn c_handlers_that_wait_or_lock_end_the_job_naming_the_pe_and_the_call() {
+    let exe = capi::compile("am_handler_waits", &[]);
+    let cases = [
+        ("wait_until", "shmem_long_wait_until"),
+        ("wait_until_any", "shmem_long_wait_until_any"),
+        ("test", "shmem_long_test"),
+        ("signal_wait_until", "shmem_signal_wait_until"),
+        ("set_lock", "shmem_set_lock"),
+        ("test_lock", "shmem_test_lock"),
+        ("clear_lock", "shmem_clear_lock"),
+    ];
+    let runs = cases
+        .iter()
+        .map(|&(case, call)| ("smp", 2, case, call))
+        .chain([
+            ("smp", 3, "wait_until", "shmem_long_wait_until"),
+            ("ipv6", 2, "wait_until", "shmem_long_wait_until"),
+            ("ipv6", 2, "set_lock", "shmem_set_lock"),
+        ]);
+    for (conduit, n, case, call) in runs {
+        let j = capi::job_on(conduit, n, &exe, &[case], &[], JOB_TIMEOUT);
+        assert_eq!(j.out.code(), Some(1), "{conduit} {case}: {j:?}");
+        let want = format!("PE 0: {call}: called from an active-message handler");
+        assert!(
+            j.out.stderr.lines().any(|l| l.starts_with(&want)),
+            "{conduit} {case}: no line starting {want:?}: {j:?}"
+        );
+        assert!(
+            !j.out.stdout.contains("the handler returned"),
+            "{conduit} {case}: {j:?}"
+        );
+        for pe in 0..n {
+            j.assert_line(&format!(
+                "am_handler_waits: PE {pe} of {n} registered handler 64"
+            ));
+        }
     }
 }
 

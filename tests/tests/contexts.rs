@@ -5,9 +5,15 @@
 //! before PE 0 issues anything and resumes it (SIGCONT) only after PE 0
 //! reports that its other context's quiet returned, so that quiet cannot
 //! have waited for the stopped board.
+//!
+//! A context has the calls of the default one: non-blocking puts and gets
+//! in its own scope, put-with-signal, team numbering and its rules
+//! (`shmem/examples/ctx_ops.rs`), at 1, 2, 3 and 4 PEs on smp and at 2 and
+//! 3 on ipv6 and fpga.
 
 use fshmem_tests::{
-    example, finish, oshrun_cmd, send_signal, shm_files, spawn, unique_job_id, wait_board_pid,
+    JOB_TIMEOUT, example, finish, fpga_job, ipv6_job, job, oshrun_cmd, send_signal, shm_files,
+    spawn, unique_job_id, wait_board_pid,
 };
 use std::time::Duration;
 
@@ -48,4 +54,19 @@ fn a_contexts_quiet_returns_while_another_waits_for_a_stopped_board() {
     assert_eq!(out.code(), Some(0), "{out:?}");
     assert!(out.stdout.lines().any(|l| l == "ctx_quiet: ok"), "{out:?}");
     assert!(shm_files(&id).is_empty(), "{:?}", shm_files(&id));
+}
+
+#[test]
+fn contexts_have_nonblocking_scopes_and_put_with_signal() {
+    let exe = example("ctx_ops");
+    for n in [1, 2, 3, 4] {
+        job(n, &exe, &[] as &[&str], JOB_TIMEOUT)
+            .assert_ok_with(&format!("ctx_ops: ok on {n} PEs"));
+    }
+    for n in [2, 3] {
+        ipv6_job(n, &exe, &[] as &[&str], &[], JOB_TIMEOUT)
+            .assert_ok_with(&format!("ctx_ops: ok on {n} PEs"));
+        fpga_job(n, &exe, &[] as &[&str], JOB_TIMEOUT)
+            .assert_ok_with(&format!("ctx_ops: ok on {n} PEs"));
+    }
 }

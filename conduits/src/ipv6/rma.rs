@@ -3,6 +3,7 @@
 //! directly.
 
 use super::*;
+use crate::segmem;
 
 impl Rma for Ipv6Conduit {
     fn ctx_create(&self) -> Result<CtxId> {
@@ -34,26 +35,8 @@ impl Rma for Ipv6Conduit {
     }
 
     fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
-        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the destination lies in our segment (checked); copy
-            // tolerates overlap with `src`.
-            unsafe { std::ptr::copy(src.as_ptr(), self.local(offset), src.len()) };
-            return self.check_failed();
-        }
-        if src.is_empty() {
-            return self.check_failed();
-        }
-        let chunk = self.chunks[pe];
-        for (k, part) in src.chunks(chunk).enumerate() {
-            let cmd = Command::Put {
-                dst: pe as NodeId,
-                offset: (offset + k * chunk) as u64,
-                source: PutSource::Bytes(gasnet_core::pool::copy_of(part)),
-            };
-            self.submit(ctx, cmd, Want::Nbi)?;
-        }
-        Ok(())
+        // SAFETY: a slice is valid for reads of its length.
+        unsafe { self.put_raw(ctx, pe, offset, src.as_ptr(), src.len()) }
     }
 
     unsafe fn put_nbi(
@@ -66,49 +49,36 @@ impl Rma for Ipv6Conduit {
     ) -> Result<()> {
         // SAFETY: the caller guarantees `src` is valid for `len` bytes; the
         // bytes are copied before this returns.
-        let s = unsafe { std::slice::from_raw_parts(src, len) };
-        self.put(ctx, pe, offset, s)
+        unsafe { self.put_raw(ctx, pe, offset, src, len) }
+    }
+
+    unsafe fn put_from(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.put_raw(ctx, pe, offset, src, len) }
     }
 
     fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the source lies in our segment (checked).
-            unsafe { std::ptr::copy(self.local(offset), dst.as_mut_ptr(), dst.len()) };
-            return self.check_failed();
-        }
-        if dst.is_empty() {
-            return self.check_failed();
-        }
-        let len = dst.len();
-        let seg = self.in_segment(dst.as_ptr(), len);
-        let mut tags = Vec::with_capacity(len.div_ceil(self.chunks[pe]));
-        self.submit_get(
-            ctx,
-            pe,
-            offset,
-            len,
-            |at, _| {
-                let into = match seg {
-                    Some(s) => GetInto::Segment(s + at as u64),
-                    None => GetInto::BufferLong,
-                };
-                (into, Want::Value)
-            },
-            |tag| tags.push(tag),
-        )?;
-        for (tag, part) in tags.into_iter().zip(dst.chunks_mut(self.chunks[pe])) {
-            let c = self.wait_value(tag, || match seg {
-                Some(_) => format!(
-                    "the data of a blocking get of {len} bytes from PE {pe} at offset {offset:#x}"
-                ),
-                None => format!("the data of a blocking get from PE {pe} at offset {offset:#x}"),
-            })?;
-            if seg.is_none() {
-                part.copy_from_slice(&c.data[..part.len()]);
-            }
-        }
-        Ok(())
+        // SAFETY: a mutable slice is valid for writes of its length.
+        unsafe { self.get_raw(ctx, pe, offset, dst.as_mut_ptr(), dst.len()) }
+    }
+
+    unsafe fn get_into(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.get_raw(ctx, pe, offset, dst, len) }
     }
 
     unsafe fn get_nbi(
@@ -122,8 +92,9 @@ impl Rma for Ipv6Conduit {
         check_range(pe, self.size, offset, len, self.segment_len)?;
         if pe == self.rank {
             // SAFETY: the source lies in our segment (checked); the caller
-            // guarantees `dst` is valid for `len` bytes.
-            unsafe { std::ptr::copy(self.local(offset), dst, len) };
+            // guarantees `dst` is valid for `len` bytes; raw pointers and
+            // relaxed atomics on both sides (`dst` may be segment memory).
+            unsafe { segmem::copy_shared(self.local(offset), dst, len) };
             return self.check_failed();
         }
         if len == 0 {
@@ -199,21 +170,49 @@ impl Rma for Ipv6Conduit {
         sig_op: SignalOp,
         sig_value: u64,
     ) -> Result<()> {
-        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
+        // SAFETY: a slice is valid for reads of its length.
+        unsafe {
+            self.put_signal_from(
+                ctx,
+                pe,
+                offset,
+                src.as_ptr(),
+                src.len(),
+                sig_offset,
+                sig_op,
+                sig_value,
+            )
+        }
+    }
+
+    unsafe fn put_signal_from(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+        sig_offset: usize,
+        sig_op: SignalOp,
+        sig_value: u64,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, len, self.segment_len)?;
         check_word(pe, self.size, sig_offset, 8, self.segment_len)?;
         let op = match sig_op {
             SignalOp::Set => AmoOp::Set,
             SignalOp::Add => AmoOp::Add,
         };
         if pe == self.rank {
-            self.put(ctx, pe, offset, src)?;
+            // SAFETY: the caller guarantees `src` for `len` bytes.
+            unsafe { self.put_raw(ctx, pe, offset, src, len) }?;
             std::sync::atomic::fence(Ordering::Release);
             self.atomic(ctx, pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
             return Ok(());
         }
         // Issued in order to one target and delivered in order: the data is
         // applied before the signal.
-        self.put(ctx, pe, offset, src)?;
+        // SAFETY: the caller guarantees `src` for `len` bytes.
+        unsafe { self.put_raw(ctx, pe, offset, src, len) }?;
         self.atomic(ctx, pe, sig_offset, op, AmoWidth::W64, sig_value, 0)?;
         Ok(())
     }
@@ -274,6 +273,122 @@ impl Ipv6Conduit {
                 into,
             };
             issued(self.submit(ctx, cmd, want)?);
+        }
+        Ok(())
+    }
+}
+
+impl Ipv6Conduit {
+    /// A blocking put of the `len` bytes at `src`: this PE's own segment
+    /// directly, else one engine command per chunk, each carrying a copy
+    /// of its bytes (so `src` may be reused on return). `src` is read with
+    /// raw pointers and relaxed atomics only ([`segmem::copy_out`]): it may
+    /// be segment memory the progress thread writes.
+    ///
+    /// # Safety
+    /// `src..src + len` is valid for reads for the call.
+    unsafe fn put_raw(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, len, self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the destination lies in our segment (checked), the
+            // caller vouches for `src`; `copy_shared` allows overlap.
+            unsafe { segmem::copy_shared(src, self.local(offset), len) };
+            return self.check_failed();
+        }
+        if len == 0 {
+            return self.check_failed();
+        }
+        let chunk = self.chunks[pe];
+        let mut at = 0;
+        while at < len {
+            let n = chunk.min(len - at);
+            // SAFETY: `at + n <= len` bytes of `src` (the caller's
+            // contract) into the `n` bytes `filled` provides.
+            let bytes =
+                unsafe { gasnet_core::pool::filled(n, |p| segmem::copy_out(src.add(at), p, n)) };
+            let cmd = Command::Put {
+                dst: pe as NodeId,
+                offset: (offset + at) as u64,
+                source: PutSource::Bytes(bytes),
+            };
+            self.submit(ctx, cmd, Want::Nbi)?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// A blocking get into the `len` bytes at `dst`: from this PE's own
+    /// segment directly; else the engine writes the data straight into
+    /// the segment when `dst` lies in it, or hands it back to be copied.
+    /// `dst` is written with raw pointers and relaxed atomics only: it may
+    /// be segment memory (and, in the segment, the progress thread writes
+    /// it while this waits).
+    ///
+    /// # Safety
+    /// `dst..dst + len` is valid for writes for the call.
+    unsafe fn get_raw(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, len, self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the source lies in our segment (checked), the caller
+            // vouches for `dst`; `copy_shared` allows overlap.
+            unsafe { segmem::copy_shared(self.local(offset), dst, len) };
+            return self.check_failed();
+        }
+        if len == 0 {
+            return self.check_failed();
+        }
+        let seg = self.in_segment(dst, len);
+        let chunk = self.chunks[pe];
+        let mut tags = Vec::with_capacity(len.div_ceil(chunk));
+        self.submit_get(
+            ctx,
+            pe,
+            offset,
+            len,
+            |at, _| {
+                let into = match seg {
+                    Some(s) => GetInto::Segment(s + at as u64),
+                    None => GetInto::BufferLong,
+                };
+                (into, Want::Value)
+            },
+            |tag| tags.push(tag),
+        )?;
+        for (k, tag) in tags.into_iter().enumerate() {
+            let c = self.wait_value(tag, || match seg {
+                Some(_) => format!(
+                    "the data of a blocking get of {len} bytes from PE {pe} at offset {offset:#x}"
+                ),
+                None => format!("the data of a blocking get from PE {pe} at offset {offset:#x}"),
+            })?;
+            if seg.is_none() {
+                let at = k * chunk;
+                let n = chunk.min(len - at);
+                if c.data.len() < n {
+                    return Err(ConduitError::Io(format!(
+                        "a get of {n} bytes from PE {pe} at offset {:#x} was answered with {}",
+                        offset + at,
+                        c.data.len()
+                    )));
+                }
+                // SAFETY: `at + n <= len` bytes of `dst` (the caller's
+                // contract), from the reply's private buffer.
+                unsafe { segmem::copy_in(c.data.as_ptr(), dst.add(at), n) };
+            }
         }
         Ok(())
     }

@@ -254,9 +254,10 @@ impl Rma for OfiConduit {
         check_range(pe, self.size, offset, src.len(), self.segment_len)?;
         let slot = self.slot(ctx)?;
         if pe == self.rank {
-            // SAFETY: the destination lies in our segment (checked); copy
-            // tolerates overlap with `src`.
-            unsafe { std::ptr::copy(src.as_ptr(), self.local(offset), src.len()) };
+            // SAFETY: the destination lies in our segment (checked), reached
+            // by raw pointer and written with relaxed atomics (`segmem`),
+            // which allows overlap with `src`.
+            unsafe { crate::segmem::copy_shared(src.as_ptr(), self.local(offset), src.len()) };
             return self.check_live();
         }
         if src.is_empty() {
@@ -317,10 +318,15 @@ impl Rma for OfiConduit {
         len: usize,
     ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
-        if pe == self.rank || len == 0 {
-            // SAFETY: the caller guarantees `src` is valid for `len` bytes.
-            let s = unsafe { std::slice::from_raw_parts(src, len) };
-            return self.put(ctx, pe, offset, s);
+        if pe == self.rank {
+            // SAFETY: the destination lies in our segment (checked); the
+            // caller guarantees `src` for `len` bytes, read by raw pointer
+            // (it may be segment memory) with relaxed atomics.
+            unsafe { crate::segmem::copy_shared(src, self.local(offset), len) };
+            return self.check_live();
+        }
+        if len == 0 {
+            return self.put(ctx, pe, offset, &[]);
         }
         let piece = self.piece;
         if ctx != CtxId::DEFAULT {
@@ -357,8 +363,9 @@ impl Rma for OfiConduit {
         check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
         self.slot(ctx)?;
         if pe == self.rank {
-            // SAFETY: the source lies in our segment (checked).
-            unsafe { std::ptr::copy(self.local(offset), dst.as_mut_ptr(), dst.len()) };
+            // SAFETY: the source lies in our segment (checked), read by raw
+            // pointer with relaxed atomics (`segmem`).
+            unsafe { crate::segmem::copy_out(self.local(offset), dst.as_mut_ptr(), dst.len()) };
             return self.check_live();
         }
         if dst.is_empty() {
@@ -407,8 +414,9 @@ impl Rma for OfiConduit {
         let slot = self.slot(ctx)?;
         if pe == self.rank {
             // SAFETY: the source lies in our segment (checked); the caller
-            // guarantees `dst` is valid for `len` bytes.
-            unsafe { std::ptr::copy(self.local(offset), dst, len) };
+            // guarantees `dst` is valid for `len` bytes (it may be segment
+            // memory: raw pointers and relaxed atomics on both sides).
+            unsafe { crate::segmem::copy_shared(self.local(offset), dst, len) };
             return self.check_live();
         }
         if len == 0 {

@@ -177,12 +177,13 @@ impl SmpConduit {
                 // SAFETY: the range was checked against this PE's segment,
                 // which is mapped for the conduit's lifetime, and `v` is a
                 // distinct allocation with room for `len` bytes; the copy
-                // goes through raw pointers, so no reference to the shared
-                // bytes exists, and it initialises all `len` bytes before
-                // `set_len`. The sender wrote them before publishing the
-                // message (Release/Acquire on the slot sequence).
+                // goes through raw pointers with relaxed atomics
+                // (`segmem`: this PE's segment, which other threads of the
+                // process may access), and it initialises all `len` bytes
+                // before `set_len`. The sender wrote them before publishing
+                // the message (Release/Acquire on the slot sequence).
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
+                    crate::segmem::copy_out(
                         self.segs[self.rank].add(h.offset as usize),
                         v.as_mut_ptr(),
                         len,
@@ -251,8 +252,11 @@ impl SmpConduit {
     pub(super) fn write_long(&self, pe: usize, offset: usize, payload: &[u8]) -> Result<()> {
         check_range(pe, self.size, offset, payload.len(), self.segment_len)?;
         // SAFETY: the range lies inside pe's segment, mapped for the conduit's
-        // lifetime; `ptr::copy` tolerates a source inside the same mapping.
-        unsafe { std::ptr::copy(payload.as_ptr(), self.segs[pe].add(offset), payload.len()) };
+        // lifetime and reached by raw pointer, written with relaxed atomics
+        // (`segmem`) from the caller's private payload.
+        unsafe {
+            crate::segmem::copy_in(payload.as_ptr(), self.segs[pe].add(offset), payload.len())
+        };
         Ok(())
     }
 }

@@ -283,17 +283,27 @@ impl Rma for SmpConduit {
     }
 
     #[inline(always)]
-    fn put(&self, _ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
-        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
-        // SAFETY: the destination range lies inside pe's mapping (checked);
-        // `ptr::copy` allows `src` to overlap it (a put from the segment to
-        // itself).
-        unsafe { std::ptr::copy(src.as_ptr(), self.seg_ptr(pe, offset), src.len()) };
-        self.progress()
+    fn put(&self, ctx: CtxId, pe: usize, offset: usize, src: &[u8]) -> Result<()> {
+        // SAFETY: a slice is valid for reads of its length.
+        unsafe { self.put_from(ctx, pe, offset, src.as_ptr(), src.len()) }
     }
 
     #[inline(always)]
     unsafe fn put_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: put_nbi's contract covers put_from's; the copy is done
+        // when this returns.
+        unsafe { self.put_from(ctx, pe, offset, src, len) }
+    }
+
+    #[inline(always)]
+    unsafe fn put_from(
         &self,
         _ctx: CtxId,
         pe: usize,
@@ -302,22 +312,46 @@ impl Rma for SmpConduit {
         len: usize,
     ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
-        // SAFETY: the destination is checked; the caller guarantees `src`
-        // is valid for `len` bytes (contract of put_nbi).
+        if pe == self.rank {
+            // SAFETY: as below, with relaxed atomics on both sides: this
+            // PE's own segment is accessed atomically by every path of
+            // this process (`segmem`).
+            unsafe { crate::segmem::copy_shared(src, self.seg_ptr(pe, offset), len) };
+            return self.progress();
+        }
+        // SAFETY: the destination range lies inside pe's mapping (checked);
+        // the caller guarantees `src` is valid for `len` bytes. Both sides
+        // are raw pointers (no reference covers either), and `ptr::copy`
+        // allows them to overlap. A peer's segment is that process's
+        // memory: this plain copy races only with another thread of this
+        // process transferring to the same bytes at once (see
+        // `segmem`, what stays outside Rust's guarantees).
         unsafe { std::ptr::copy(src, self.seg_ptr(pe, offset), len) };
         self.progress()
     }
 
     #[inline(always)]
-    fn get(&self, _ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
-        check_range(pe, self.size, offset, dst.len(), self.segment_len)?;
-        // SAFETY: the source range lies inside pe's mapping (checked).
-        unsafe { std::ptr::copy(self.seg_ptr(pe, offset), dst.as_mut_ptr(), dst.len()) };
-        self.progress()
+    fn get(&self, ctx: CtxId, pe: usize, offset: usize, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: a mutable slice is valid for writes of its length.
+        unsafe { self.get_into(ctx, pe, offset, dst.as_mut_ptr(), dst.len()) }
     }
 
     #[inline(always)]
     unsafe fn get_nbi(
+        &self,
+        ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: get_nbi's contract covers get_into's; the copy is done
+        // when this returns.
+        unsafe { self.get_into(ctx, pe, offset, dst, len) }
+    }
+
+    #[inline(always)]
+    unsafe fn get_into(
         &self,
         _ctx: CtxId,
         pe: usize,
@@ -326,8 +360,16 @@ impl Rma for SmpConduit {
         len: usize,
     ) -> Result<()> {
         check_range(pe, self.size, offset, len, self.segment_len)?;
-        // SAFETY: the source is checked; the caller guarantees `dst` is
-        // valid for `len` bytes (contract of get_nbi).
+        if pe == self.rank {
+            // SAFETY: as below, with relaxed atomics on both sides (this
+            // PE's own segment, as in `put_from`).
+            unsafe { crate::segmem::copy_shared(self.seg_ptr(pe, offset), dst, len) };
+            return self.progress();
+        }
+        // SAFETY: the source range lies inside pe's mapping (checked); the
+        // caller guarantees `dst` is valid for `len` bytes; raw pointers on
+        // both sides, which may overlap (a peer's memory, as in
+        // `put_from`).
         unsafe { std::ptr::copy(self.seg_ptr(pe, offset), dst, len) };
         self.progress()
     }
@@ -355,7 +397,7 @@ impl Rma for SmpConduit {
 
     fn put_signal(
         &self,
-        _ctx: CtxId,
+        ctx: CtxId,
         pe: usize,
         offset: usize,
         src: &[u8],
@@ -363,10 +405,45 @@ impl Rma for SmpConduit {
         sig_op: SignalOp,
         sig_value: u64,
     ) -> Result<()> {
-        check_range(pe, self.size, offset, src.len(), self.segment_len)?;
+        // SAFETY: a slice is valid for reads of its length.
+        unsafe {
+            self.put_signal_from(
+                ctx,
+                pe,
+                offset,
+                src.as_ptr(),
+                src.len(),
+                sig_offset,
+                sig_op,
+                sig_value,
+            )
+        }
+    }
+
+    unsafe fn put_signal_from(
+        &self,
+        _ctx: CtxId,
+        pe: usize,
+        offset: usize,
+        src: *const u8,
+        len: usize,
+        sig_offset: usize,
+        sig_op: SignalOp,
+        sig_value: u64,
+    ) -> Result<()> {
+        check_range(pe, self.size, offset, len, self.segment_len)?;
         check_word(pe, self.size, sig_offset, 8, self.segment_len)?;
-        // SAFETY: the destination range lies inside pe's mapping (checked).
-        unsafe { std::ptr::copy(src.as_ptr(), self.seg_ptr(pe, offset), src.len()) };
+        // SAFETY: the destination range lies inside pe's mapping (checked);
+        // the caller guarantees `src` is valid for `len` bytes; relaxed
+        // atomics for this PE's own segment, a plain copy into a peer's,
+        // as in `put_from`.
+        unsafe {
+            if pe == self.rank {
+                crate::segmem::copy_shared(src, self.seg_ptr(pe, offset), len)
+            } else {
+                std::ptr::copy(src, self.seg_ptr(pe, offset), len)
+            }
+        };
         fence(Ordering::Release);
         // SAFETY: the signal word is in range and 8-byte aligned (checked).
         let sig = unsafe { AtomicU64::from_ptr(self.seg_ptr(pe, sig_offset) as *mut u64) };

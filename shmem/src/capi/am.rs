@@ -56,31 +56,45 @@ fn handler(rt: &Runtime, call: &'static str, h: c_int) -> Result<AmHandler> {
     })
 }
 
-/// `nargs` arguments at `args` as a slice (empty when `nargs` is 0).
+/// A private copy of the `nargs` arguments at `args` (empty when `nargs`
+/// is 0). A copy, not a slice over them: the words may be symmetric
+/// memory, which no Rust reference may cover (a peer may write it during
+/// the call); they are read with raw pointers and relaxed atomics
+/// ([`conduits::segmem`]).
 ///
 /// # Safety
 /// `args` is readable for `nargs` words when `nargs > 0`.
-unsafe fn args_of<'a>(args: *const u32, nargs: usize) -> &'a [u32] {
+unsafe fn args_of(args: *const u32, nargs: usize) -> Vec<u32> {
     if nargs == 0 || args.is_null() {
-        &[]
-    } else {
-        // SAFETY: the caller's contract; the words are the caller's own
-        // memory, unchanged during the call (C contract).
-        unsafe { std::slice::from_raw_parts(args, nargs) }
+        return Vec::new();
     }
+    let mut v = vec![0u32; nargs];
+    // SAFETY: the caller's contract for `args`; `v` is a fresh buffer of
+    // `nargs` words.
+    unsafe { conduits::segmem::copy_shared(args.cast(), v.as_mut_ptr().cast(), nargs * 4) };
+    v
 }
 
-/// `nbytes` bytes at `p` as a slice (empty when `nbytes` is 0).
+/// A private copy of the `nbytes` bytes at `p` (empty when `nbytes` is
+/// 0), read as [`args_of`] reads.
 ///
 /// # Safety
 /// `p` is readable for `nbytes` bytes when `nbytes > 0`.
-unsafe fn bytes_of<'a>(p: *const c_void, nbytes: usize) -> &'a [u8] {
+unsafe fn bytes_of(p: *const c_void, nbytes: usize) -> Vec<u8> {
     if nbytes == 0 || p.is_null() {
-        &[]
-    } else {
-        // SAFETY: the caller's contract; private memory of the caller,
-        // unchanged during the call (C contract).
-        unsafe { std::slice::from_raw_parts(p.cast(), nbytes) }
+        return Vec::new();
+    }
+    let mut v = vec![0u8; nbytes];
+    // SAFETY: the caller's contract for `p`; `v` is a fresh buffer.
+    unsafe { conduits::segmem::copy_shared(p.cast(), v.as_mut_ptr(), nbytes) };
+    v
+}
+
+/// Checks a message's shape (argument count, payload length) before its
+/// arguments and payload are copied: the copies are then bounded.
+fn shape(rt: &Runtime, call: &'static str, category: Category, nargs: usize, nbytes: usize) {
+    if let Err(e) = gasnet_core::am::check_shape(category, nargs, nbytes) {
+        fail(am::am_error(rt, call, e))
     }
 }
 
@@ -160,10 +174,11 @@ pub unsafe extern "C" fn shmemx_am_request_short(
 ) {
     const CALL: &str = "shmemx_am_request_short";
     let rt = rt(CALL);
+    shape(rt, CALL, Category::Short, nargs, 0);
     // SAFETY: the caller's contract.
     let a = unsafe { args_of(args, nargs) };
     ok(handler(rt, CALL, h)
-        .and_then(|h| am::request(rt, CALL, pe as usize, Category::Short, h, a, &[], 0)));
+        .and_then(|h| am::request(rt, CALL, pe as usize, Category::Short, h, &a, &[], 0)));
 }
 weak_alias!("shmemx_am_request_short");
 
@@ -182,10 +197,11 @@ pub unsafe extern "C" fn shmemx_am_request_medium(
 ) {
     const CALL: &str = "shmemx_am_request_medium";
     let rt = rt(CALL);
+    shape(rt, CALL, Category::Medium, nargs, nbytes);
     // SAFETY: the caller's contract.
     let (a, p) = unsafe { (args_of(args, nargs), bytes_of(payload, nbytes)) };
     ok(handler(rt, CALL, h)
-        .and_then(|h| am::request(rt, CALL, pe as usize, Category::Medium, h, a, p, 0)));
+        .and_then(|h| am::request(rt, CALL, pe as usize, Category::Medium, h, &a, &p, 0)));
 }
 weak_alias!("shmemx_am_request_medium");
 
@@ -206,11 +222,12 @@ pub unsafe extern "C" fn shmemx_am_request_long(
 ) {
     const CALL: &str = "shmemx_am_request_long";
     let rt = rt(CALL);
+    shape(rt, CALL, Category::Long, nargs, nbytes);
     // SAFETY: the caller's contract.
     let (a, p) = unsafe { (args_of(args, nargs), bytes_of(payload, nbytes)) };
     ok(handler(rt, CALL, h).and_then(|h| {
         let off = rt.sym_offset(CALL, dest as usize, nbytes)?;
-        am::request(rt, CALL, pe as usize, Category::Long, h, a, p, off)
+        am::request(rt, CALL, pe as usize, Category::Long, h, &a, &p, off)
     }));
 }
 weak_alias!("shmemx_am_request_long");
@@ -228,9 +245,10 @@ pub unsafe extern "C" fn shmemx_am_reply_short(
 ) {
     const CALL: &str = "shmemx_am_reply_short";
     let rt = rt(CALL);
+    shape(rt, CALL, Category::Short, nargs, 0);
     // SAFETY: the caller's contract.
     let (t, a) = unsafe { (token(tok), args_of(args, nargs)) };
-    ok(handler(rt, CALL, h).and_then(|h| t.reply_short(h, a)));
+    ok(handler(rt, CALL, h).and_then(|h| t.reply_short(h, &a)));
 }
 weak_alias!("shmemx_am_reply_short");
 
@@ -250,9 +268,10 @@ pub unsafe extern "C" fn shmemx_am_reply_medium(
 ) {
     const CALL: &str = "shmemx_am_reply_medium";
     let rt = rt(CALL);
+    shape(rt, CALL, Category::Medium, nargs, nbytes);
     // SAFETY: the caller's contract.
     let (t, a, p) = unsafe { (token(tok), args_of(args, nargs), bytes_of(payload, nbytes)) };
-    ok(handler(rt, CALL, h).and_then(|h| t.reply_medium(h, a, p)));
+    ok(handler(rt, CALL, h).and_then(|h| t.reply_medium(h, &a, &p)));
 }
 weak_alias!("shmemx_am_reply_medium");
 
@@ -274,11 +293,12 @@ pub unsafe extern "C" fn shmemx_am_reply_long(
 ) {
     const CALL: &str = "shmemx_am_reply_long";
     let rt = rt(CALL);
+    shape(rt, CALL, Category::Long, nargs, nbytes);
     // SAFETY: the caller's contract.
     let (t, a, p) = unsafe { (token(tok), args_of(args, nargs), bytes_of(payload, nbytes)) };
     ok(handler(rt, CALL, h).and_then(|h| {
         let off = rt.sym_offset(CALL, dest as usize, nbytes)?;
-        t.reply_long_bytes(h, a, p, off)
+        t.reply_long_bytes(h, &a, &p, off)
     }));
 }
 weak_alias!("shmemx_am_reply_long");

@@ -95,15 +95,16 @@ pub(super) fn broadcast(
     let saved = (keep_root_dest && t.me == root && len > 0 && d != s).then(|| {
         let mut v = vec![0u8; len];
         // SAFETY: `d..d+len` is symmetric memory of this PE (translated),
-        // copied through a raw pointer into the private `v`: no reference to
-        // segment memory is made that a peer's write could invalidate.
-        unsafe { std::ptr::copy_nonoverlapping(rt.local_addr(d), v.as_mut_ptr(), len) };
+        // reached by raw pointer only and read with relaxed atomics into
+        // the private `v` (`segmem`).
+        unsafe { conduits::segmem::copy_out(rt.local_addr(d), v.as_mut_ptr(), len) };
         v
     });
     c.broadcast(d, s, len, root)?;
     if let Some(v) = saved {
-        // SAFETY: as above; the broadcast has completed its sends from it.
-        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), rt.local_addr(d), len) };
+        // SAFETY: as above, written back with relaxed atomics; the
+        // broadcast has completed its sends from it.
+        unsafe { conduits::segmem::copy_in(v.as_ptr(), rt.local_addr(d), len) };
     }
     Ok(())
 }

@@ -46,11 +46,10 @@ pub(crate) unsafe fn put_bytes(
             // next quiet (the C contract of the nbi routines).
             unsafe { op.put_nbi(call, pe, off, src.cast(), len) }
         } else {
-            // SAFETY: the caller passes `len` readable bytes at `src`, which
-            // nothing writes during the call (the C contract); the slice
-            // lives for this call only.
-            let s = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), len) };
-            op.put(call, pe, off, s)
+            // SAFETY: the caller passes `len` readable bytes at `src` (the
+            // C contract); they are read by address, never referenced
+            // (they may be symmetric memory).
+            unsafe { op.put_from(call, pe, off, src.cast(), len) }
         }
     })();
     ok(r)
@@ -85,11 +84,10 @@ pub(crate) unsafe fn get_bytes(
             // next quiet.
             unsafe { op.get_nbi(call, pe, off, dest.cast(), len) }
         } else {
-            // SAFETY: the caller passes `len` writable bytes at `dest` that
-            // nothing else accesses during the call (the C contract); the
-            // slice lives for this call only.
-            let d = unsafe { std::slice::from_raw_parts_mut(dest.cast::<u8>(), len) };
-            op.get(call, pe, off, d)
+            // SAFETY: the caller passes `len` writable bytes at `dest` (the
+            // C contract); they are written by address, never referenced
+            // (they may be symmetric memory).
+            unsafe { op.get_into(call, pe, off, dest.cast(), len) }
         }
     })();
     ok(r)
@@ -132,18 +130,14 @@ pub(crate) unsafe fn strided(
             let s = step(src as usize, sst, k);
             if put {
                 let off = rt.sym_offset(call, d, blen)?;
-                // SAFETY: the caller passes readable local blocks that
-                // nothing writes during the call; the slice lives for this
-                // block only.
-                let b = unsafe { std::slice::from_raw_parts(s as *const u8, blen) };
-                op.put(call, pe, off, b)?;
+                // SAFETY: the caller passes readable local blocks (the C
+                // contract), read by address only.
+                unsafe { op.put_from(call, pe, off, s as *const u8, blen) }?;
             } else {
                 let off = rt.sym_offset(call, s, blen)?;
-                // SAFETY: the caller passes writable local blocks that
-                // nothing else accesses during the call; the slice lives
-                // for this block only.
-                let b = unsafe { std::slice::from_raw_parts_mut(d as *mut u8, blen) };
-                op.get(call, pe, off, b)?;
+                // SAFETY: the caller passes writable local blocks (the C
+                // contract), written by address only.
+                unsafe { op.get_into(call, pe, off, d as *mut u8, blen) }?;
             }
         }
         Ok(())
@@ -179,10 +173,9 @@ pub(crate) unsafe fn put_signal(
         } else {
             rt.sym_offset(call, dest as usize, len)?
         };
-        // SAFETY: the caller passes `len` readable bytes at `src` that
-        // nothing writes during the call; the slice lives for this call.
-        let s = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), len) };
-        ctx.put_signal(call, pe, off, s, sig_off, op, signal)
+        // SAFETY: the caller passes `len` readable bytes at `src` (the C
+        // contract), read by address only.
+        unsafe { ctx.put_signal_from(call, pe, off, src.cast(), len, sig_off, op, signal) }
     })();
     ok(r)
 }

@@ -7,6 +7,7 @@
 //! [`Backoff`]), exactly as the Rust waits do.
 
 use super::{fail, invalid, ok, rt};
+use crate::op::{Op, WordAt, check_aligned};
 use crate::runtime::Runtime;
 use crate::wait::Cmp;
 use conduits::prelude::*;
@@ -46,8 +47,11 @@ macro_rules! word {
         impl Word for $t {
             #[inline(always)]
             unsafe fn load(p: *const Self) -> Self {
-                // SAFETY: the caller passes a valid, aligned word; other PEs
-                // change it only with atomics or whole-value copies.
+                // SAFETY: the caller passes a valid, aligned word, reached by
+                // raw pointer only; the load is atomic, so the runtime's own
+                // accesses (atomics, `segmem` copies) do not race with it.
+                // The C program's plain stores to it are governed by C's
+                // rules, other processes' by no Rust rule.
                 unsafe { <$a>::from_ptr(p as *mut _) }.load(Ordering::Acquire) as $t
             }
         }
@@ -68,21 +72,16 @@ fn progress(rt: &Runtime, call: &'static str) {
     }
 }
 
-/// Checks that `p` is aligned for `T` (a C program's misaligned wait word
-/// is reported, not read).
+/// Checks that `p` is a word aligned for `T` (a C program's misaligned
+/// wait word is reported, not read): the operation layer's one check.
 #[inline]
 fn aligned<T>(rt: &Runtime, call: &'static str, p: *const T) {
-    if !(p as usize).is_multiple_of(align_of::<T>()) || p.is_null() {
-        fail(invalid(
-            rt,
-            call,
-            format!(
-                "address {:#x} is not a valid, {}-byte aligned word",
-                p as usize,
-                align_of::<T>()
-            ),
-        ))
-    }
+    ok(check_aligned(
+        rt,
+        call,
+        WordAt::Addr(p as usize),
+        align_of::<T>(),
+    ))
 }
 
 /// Which elements a multi-element wait considers.
@@ -186,6 +185,10 @@ pub(crate) unsafe fn multi<T: Word>(
     block: bool,
 ) -> usize {
     let rt = rt(call);
+    // A wait could spin for progress that only this thread makes; a test
+    // polls, which would run handlers inside a handler: neither is a
+    // reply (the handler rule of `shmemx.h`).
+    ok(rt.not_in_handler(call));
     let cmp = cmp_of(rt, call, cmp);
     if nelems > 0 {
         aligned(rt, call, ivars);
@@ -380,28 +383,20 @@ weak_alias!("shmem_signal_fetch");
 // ----------------------------------------------------------------------
 // Locks: a symmetric `long`, zero when free; the holder's PE number + 1 in
 // PE 0's copy while held. Acquiring is a compare-and-swap on PE 0's copy,
-// retried with the runtime's backoff while serving the conduit.
+// retried with the runtime's backoff while serving the conduit. Every
+// access is an operation of the default context ([`Op`]): its checks
+// (the handler rule, PE 0, the word's alignment) are the atomics'.
 
+/// The lock word's segment offset.
 fn lock_word(rt: &Runtime, call: &'static str, lock: *mut i64) -> usize {
-    aligned(rt, call, lock);
     ok(rt.sym_offset(call, lock as usize, 8))
 }
 
+/// One compare-and-swap of the lock word on PE 0: whether it was free
+/// (and is now this PE's).
 fn try_lock(rt: &Runtime, call: &'static str, off: usize) -> bool {
     let me = rt.my_pe() as u64 + 1;
-    ok(rt
-        .conduit
-        .atomic(
-            CtxId::DEFAULT,
-            0,
-            off,
-            AmoOp::CompareSwap,
-            AmoWidth::W64,
-            me,
-            0,
-        )
-        .map_err(|e| rt.err(call, e)))
-        == 0
+    ok(Op::default(rt).atomic(call, 0, off, AmoOp::CompareSwap, AmoWidth::W64, me, 0, true)) == 0
 }
 
 /// `shmem_set_lock`: waits until this PE holds the lock.
@@ -436,10 +431,8 @@ pub extern "C" fn shmem_clear_lock(lock: *mut i64) {
     const CALL: &str = "shmem_clear_lock";
     let rt = rt(CALL);
     let off = lock_word(rt, CALL, lock);
-    ok(rt.quiet(CALL));
-    ok(rt
-        .conduit
-        .atomic(CtxId::DEFAULT, 0, off, AmoOp::Set, AmoWidth::W64, 0, 0)
-        .map_err(|e| rt.err(CALL, e)));
+    let op = Op::default(rt);
+    ok(op.quiet(CALL));
+    ok(op.atomic(CALL, 0, off, AmoOp::Set, AmoWidth::W64, 0, 0, true));
 }
 weak_alias!("shmem_clear_lock");

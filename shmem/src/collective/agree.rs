@@ -60,6 +60,10 @@ pub(crate) enum Kind {
     /// A barrier or sync over an active set (`shmem_barrier`,
     /// `shmem_sync`): no arguments but the set.
     Barrier = 11,
+    /// A user active-message handler registered ([`crate::am`]). `v`: the
+    /// handler index (bit 63: this PE could not register it), the team's
+    /// count of checked calls.
+    AmRegister = 12,
 }
 
 impl Kind {
@@ -76,6 +80,7 @@ impl Kind {
             9 => Kind::Writable,
             10 => Kind::FreeReadOnly,
             11 => Kind::Barrier,
+            12 => Kind::AmRegister,
             _ => return None,
         })
     }
@@ -270,6 +275,18 @@ impl Args {
         }
     }
 
+    /// The registration of user handler `index`; `failed` when this PE
+    /// could not register it (its call then differs from every other
+    /// PE's, so that every PE fails). Stamped with the count of checked
+    /// calls, as conversions are ([`Args::stamped`]).
+    pub(crate) fn am_register(index: u8, failed: bool) -> Args {
+        Args {
+            kind: Kind::AmRegister,
+            v: [index as u64 | (failed as u64) << 63, 0, 0, 0],
+            set: 0,
+        }
+    }
+
     /// The arguments as checked at the team's `step`-th checked call: a
     /// conversion carries the count, so that its check word never equals
     /// one left by an earlier call. A PE that makes an unchecked collective
@@ -280,7 +297,7 @@ impl Args {
     pub(crate) fn stamped(mut self, step: u64) -> Args {
         if matches!(
             self.kind,
-            Kind::ReadOnly | Kind::Writable | Kind::FreeReadOnly
+            Kind::ReadOnly | Kind::Writable | Kind::FreeReadOnly | Kind::AmRegister
         ) {
             self.v[3] = step;
         }
@@ -442,6 +459,15 @@ impl Record {
                 }
             ),
             Some(Kind::Barrier) => String::new(),
+            Some(Kind::AmRegister) => format!(
+                "handler index {} as checked collective call {d}{}",
+                a & 0xff,
+                if a >> 63 != 0 {
+                    "; this PE could not register it"
+                } else {
+                    ""
+                }
+            ),
             None if self.name_len == 0 => {
                 // A PE that made a collective without the check (a
                 // barrier, an allocation) left no record.
@@ -710,6 +736,26 @@ mod tests {
             r.describe(),
             "SymVec::into_read_only with the object at segment offset 0x10000 (64 bytes, \
              elements of 8 bytes; its operations did not complete) as checked collective call 5"
+        );
+    }
+
+    #[test]
+    fn registrations_carry_the_index_the_count_and_the_failure() {
+        let reg = |index, step, failed| Args::am_register(index, failed).stamped(step).hash();
+        assert_eq!(reg(64, 3, false), reg(64, 3, false));
+        assert_ne!(reg(64, 3, false), reg(65, 3, false));
+        assert_ne!(reg(64, 3, false), reg(64, 4, false));
+        assert_ne!(reg(64, 3, false), reg(64, 3, true));
+        let r = Record::new(
+            1,
+            "shmem::am_register",
+            Args::am_register(70, true).stamped(3),
+        );
+        assert_eq!(Record::decode(&r.encode()), r);
+        assert_eq!(
+            r.describe(),
+            "shmem::am_register with handler index 70 as checked collective call 3; this PE \
+             could not register it"
         );
     }
 

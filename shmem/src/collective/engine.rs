@@ -59,6 +59,7 @@ use crate::pod::{Pod, bytes_of};
 use crate::pool::{CELL, CollState, TeamState, aux_offset, record_offset, scratch_offset};
 use crate::runtime::Runtime;
 use conduits::prelude::*;
+use conduits::segmem;
 use conduits::{AmoOp, AmoWidth, ConduitError, SignalOp};
 use std::sync::MutexGuard;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -256,8 +257,9 @@ impl<'a> Coll<'a> {
     /// bypasses), then counted ([`Coll::publish`]).
     ///
     /// # Safety
-    /// `src` is valid for reads of `len` bytes and is not referenced by
-    /// any live Rust reference that the copy could invalidate.
+    /// `src` is valid for reads of `len` bytes and not covered by a Rust
+    /// reference that anything writes meanwhile (the caller's own slice,
+    /// or this PE's segment, reached by raw pointer only).
     #[inline]
     unsafe fn send_mapped(
         &self,
@@ -272,9 +274,12 @@ impl<'a> Coll<'a> {
             .map_err(|e| self.err(e))?;
         // SAFETY: the destination lies in `tr`'s segment (checked), mapped
         // at `base` and reached through raw pointers only; the caller
-        // vouches for the source. The owner reads the bytes only after the
-        // count below (acquire); `copy` allows any overlap.
-        unsafe { std::ptr::copy(src, base.add(off), len) };
+        // vouches for the source. Both sides are accessed with relaxed
+        // atomics (`segmem`), so a thread of this process that touches
+        // either range meanwhile does not race with the copy; the owner
+        // reads the bytes only after the count below (acquire), which
+        // orders them before its reads.
+        unsafe { segmem::copy_shared(src, base.add(off), len) };
         self.publish(base);
         Ok(())
     }
@@ -401,9 +406,10 @@ impl<'a> Coll<'a> {
     #[inline]
     fn copy_local(&self, dst: usize, src: usize, len: usize) {
         if dst != src && len > 0 {
-            // SAFETY: both ranges lie in this PE's segment (see `seg`);
-            // `ptr::copy` allows overlap.
-            unsafe { std::ptr::copy(self.rt.local_addr(src), self.rt.local_addr(dst), len) };
+            // SAFETY: both ranges lie in this PE's segment (see `seg`),
+            // reached by raw pointer only; `copy_shared` accesses both
+            // atomically and allows overlap.
+            unsafe { segmem::copy_shared(self.rt.local_addr(src), self.rt.local_addr(dst), len) };
         }
     }
 
@@ -411,18 +417,17 @@ impl<'a> Coll<'a> {
     fn read<T: Pod>(&self, off: usize, count: usize) -> Vec<T> {
         let mut v = Vec::<T>::with_capacity(count);
         // SAFETY: callers pass ranges inside this PE's segment (validated
-        // user ranges or pool areas), mapped while the runtime lives; it is
-        // read through a raw pointer, and no Rust reference to segment
-        // memory exists that a concurrent writer could invalidate. The
-        // destination is the vector's fresh, non-overlapping buffer of
-        // `count` elements; every bit pattern is a valid `T` (`Pod`), so
-        // whatever bytes are copied, the elements are initialized values.
+        // user ranges or pool areas), aligned for `T`, mapped while the
+        // runtime lives and reached through a raw pointer that no Rust
+        // reference covers. The loads are relaxed atomics of `T`'s width
+        // (`segmem`), as every access of the Rust API to a typed object,
+        // so a thread of this process writing the range meanwhile does not
+        // race with them (what a peer wrote is ordered before them by the
+        // count the engine acquired first). The destination is the
+        // vector's fresh buffer of `count` elements; every bit pattern is
+        // a valid `T` (`Pod`), so all of them are initialized.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.rt.local_addr(off),
-                v.as_mut_ptr().cast::<u8>(),
-                count * size_of::<T>(),
-            );
+            segmem::load_elems(self.rt.local_addr(off).cast::<T>(), v.as_mut_ptr(), count);
             v.set_len(count);
         }
         v
@@ -433,21 +438,24 @@ impl<'a> Coll<'a> {
     #[inline]
     fn read_into(&self, off: usize, dst: &mut [u8]) {
         debug_assert!(off + dst.len() <= self.rt.conduit.segment_len());
-        // SAFETY: as in `read`: the range lies in this PE's segment, read
-        // through a raw pointer no Rust reference aliases, into `dst`, a
-        // distinct buffer of the caller's.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.rt.local_addr(off), dst.as_mut_ptr(), dst.len());
-        }
+        // SAFETY: as in `read`, in bytes, into `dst`, a distinct buffer of
+        // the caller's.
+        unsafe { segmem::copy_out(self.rt.local_addr(off), dst.as_mut_ptr(), dst.len()) };
     }
 
     /// Writes `data` at `off` of this PE's segment.
     fn write<T: Pod>(&self, off: usize, data: &[T]) {
-        let b = bytes_of(data);
         // SAFETY: the destination lies in this PE's segment (see `read`),
-        // written through a raw pointer that no Rust reference aliases; it
-        // cannot overlap `data`, a private vector.
-        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.rt.local_addr(off), b.len()) };
+        // aligned for `T`, reached through a raw pointer that no Rust
+        // reference covers and written with relaxed atomics of `T`'s
+        // width; it cannot overlap `data`, a private vector.
+        unsafe {
+            segmem::store_elems(
+                data.as_ptr(),
+                self.rt.local_addr(off).cast::<T>(),
+                data.len(),
+            )
+        };
     }
 
     fn cfg(&self) -> &CollConfig {

@@ -63,6 +63,16 @@ impl Runtime {
     /// of them made another checked collective. A PE that could not
     /// complete its operations makes its call differ, so that every PE
     /// fails, and returns its own error.
+    /// A sync of the world team with the argument check of data
+    /// collectives on `args`: no PE returns before every PE has entered,
+    /// and every PE returns [`crate::ShmemError::CollectiveMismatch`],
+    /// naming two PEs and their calls, when their `args` differ or one of
+    /// them made another checked collective (the registration of user
+    /// active-message handlers, [`crate::am`]).
+    pub(crate) fn agree_sync(&self, call: &'static str, args: Args) -> Result<()> {
+        Coll::new(self, &self.pool.world, call)?.sync_agree(args)
+    }
+
     pub(crate) fn convert_sync(
         &self,
         call: &'static str,

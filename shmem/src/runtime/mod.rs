@@ -353,9 +353,10 @@ impl Runtime {
         let pool_end = p.statics.map_or(segment_len, |s| s.offset);
         for (start, end) in [(0, layout::HEAP), (pool, pool_end)] {
             // SAFETY: both ranges lie inside this PE's segment (the runtime
-            // region and the collective pool, before the static data); no
-            // peer writes them until the start-up barrier (see above).
-            unsafe { std::ptr::write_bytes(base.add(start), 0, end - start) };
+            // region and the collective pool, before the static data),
+            // reached by raw pointer only and zeroed with relaxed atomics;
+            // no peer writes them until the start-up barrier (see above).
+            unsafe { conduits::segmem::zero(base.add(start), end - start) };
         }
         Ok((p.conduit, p.statics))
     }
@@ -371,12 +372,9 @@ impl Runtime {
         for (i, w) in words.iter().enumerate() {
             // SAFETY: the header lies in the first 64 bytes of this PE's own
             // segment, which is at least `layout::HEAP` bytes long and
-            // page-aligned; no other PE writes the header.
-            unsafe {
-                base.add(layout::HEADER + 8 * i)
-                    .cast::<u64>()
-                    .write_volatile(*w)
-            };
+            // page-aligned, reached by raw pointer only and stored
+            // atomically; no other PE writes the header.
+            unsafe { conduits::segmem::store(base.add(layout::HEADER + 8 * i).cast::<u64>(), *w) };
         }
     }
 
@@ -613,9 +611,13 @@ impl Runtime {
             // SAFETY: callers pass an offset inside this PE's segment that
             // is aligned to `width` (symmetric objects of 4- and 8-byte
             // types are allocated at least 16-byte aligned; internal
-            // counters are 8-byte aligned). The segment lives as long as
-            // `self`; other PEs modify it only with atomics or byte copies
-            // of whole values.
+            // counters are 8-byte aligned), reached by raw pointer only.
+            // The segment lives as long as `self`. On smp, ipv6 and ofi
+            // this process accesses its own segment only atomically (the
+            // API's and the conduits' `segmem` copies, CPU atomics), so
+            // this load races with nothing; other processes' and devices'
+            // writes (a peer, a board) are outside Rust's model, as
+            // `conduits::segmem` sets out.
             AmoWidth::W32 => unsafe {
                 std::sync::atomic::AtomicU32::from_ptr(p.cast()).load(Ordering::Acquire) as u64
             },
