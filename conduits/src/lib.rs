@@ -87,6 +87,9 @@ pub mod prelude {
 /// `PIPE_BUF` bytes to a pipe is atomic). Use through [`report!`].
 pub fn report_line(line: &str) {
     use std::io::Write;
+    // A PE the launcher is stopping reports nothing it finds from then on
+    // (see `wait::hold_if_stopping`).
+    wait::hold_if_stopping();
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');

@@ -131,6 +131,36 @@ pub fn peer_ends_job(pe: usize, status: i32) {
     say_why(status);
 }
 
+/// Set by the runtime's handler of the launcher's stop signal (SIGTERM,
+/// SIGINT, SIGHUP: `shmem`'s `runtime::stop`). The process is ending by
+/// that signal, and the launcher is stopping the other PEs at the same
+/// moment, so a peer found gone from then on is a consequence of the
+/// stop, not a failure to report.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that the launcher's stop signal arrived. A lock-free atomic
+/// store: async-signal-safe, for the signal handler.
+pub fn note_stop() {
+    STOPPING.store(true, Ordering::Relaxed);
+}
+
+/// Whether the launcher's stop signal arrived ([`note_stop`]).
+pub fn stopping() -> bool {
+    STOPPING.load(Ordering::Relaxed)
+}
+
+/// Once the stop signal arrived, holds the calling thread for good instead
+/// of letting it report what it found or return an error to the program:
+/// the runtime's stop thread is flushing the output and then ends the
+/// process by the signal. Without it, a PE whose peer the same stop ended
+/// a moment earlier could print that peer as the job's failure. Returns at
+/// once otherwise.
+pub fn hold_if_stopping() {
+    while stopping() {
+        std::thread::park();
+    }
+}
+
 /// Set once the job is ending through a global exit.
 static JOB_EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

@@ -509,6 +509,9 @@ impl Runtime {
     /// ends the job with [`WAIT_TIMEOUT_STATUS`].
     #[cold]
     pub(crate) fn err(&self, call: &'static str, e: ConduitError) -> ShmemError {
+        // A PE the launcher is stopping hands no error to the program: what
+        // failed is most likely a peer the same stop ended.
+        conduits::wait::hold_if_stopping();
         let timed_out = matches!(e, ConduitError::Timeout { .. });
         let e = ShmemError::conduit(self.me, call, e);
         if timed_out {

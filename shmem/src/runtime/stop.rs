@@ -13,8 +13,11 @@
 //! wait loops to notice a flag: a PE stopped while it computes, or blocks
 //! outside the library, would never look. So the work is split:
 //!
-//! - the handler does only what is async-signal-safe: it writes the
-//!   signal's number into a pipe (and, in a child the program forked,
+//! - the handler does only what is async-signal-safe: it records the stop
+//!   (`conduits::wait::note_stop`, an atomic store, after which the
+//!   runtime reports nothing it finds and hands no error to the program:
+//!   a peer gone now was most likely ended by the same stop) and writes
+//!   the signal's number into a pipe (and, in a child the program forked,
 //!   where no thread reads the pipe, restores the default action and
 //!   raises the signal again);
 //! - a thread of the runtime, blocked in `read` on that pipe, wakes up in
@@ -41,13 +44,14 @@ static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
 /// The process whose watcher thread reads the pipe.
 static PID: AtomicI32 = AtomicI32::new(0);
 
-/// The handler: async-signal-safe calls only (`getpid`, `write`,
-/// `signal`, `raise`; `errno` is saved and restored).
+/// The handler: async-signal-safe calls only (an atomic store, `getpid`,
+/// `write`, `signal`, `raise`; `errno` is saved and restored).
 extern "C" fn on_stop(sig: c_int) {
     // SAFETY: every call below is async-signal-safe (POSIX); `errno` is
     // the thread's own and is put back before returning.
     unsafe {
         let errno = *libc::__errno_location();
+        conduits::wait::note_stop();
         let fd = WRITE_FD.load(Ordering::Relaxed);
         if fd < 0 || libc::getpid() != PID.load(Ordering::Relaxed) {
             // A child the program forked: nobody reads the pipe here.
