@@ -306,6 +306,7 @@
 //! conduit), where the PE, range, alignment and context checks are made
 //! once.
 
+mod agree;
 pub mod alloc;
 pub mod am;
 mod builder;

@@ -41,41 +41,19 @@
 //! moves before the announcement completes, so no PE writes past what
 //! another asked for.
 //!
-//! # The area (C ABI only, after the active-set slots)
-//!
-//! | offset | content |
-//! |---|---|
-//! | 0 | notice: 1 when PE 0 holds a finding |
-//! | 8 | PE 0 only: claim (finder + 1) |
-//! | 16 | PE 0 only: the finding is complete |
-//! | 24 | PE 0 only: PEs that reported it |
-//! | 32 | this PE is finalizing |
-//! | 64 | this PE's last active-set call (a record; written when finalizing) |
-//! | 192 | PE 0 only: the finding, two records |
-//! | 384 | announcements this PE sent to each PE, `n` words (written when finalizing) |
-//! | cells | per sender: its message counter, then two record places used alternately |
+//! The area's layout, and what a finalizing PE publishes in it, are the
+//! runtime's ([`crate::runtime::active_area`]).
 
-use super::agree::{ActiveSet, Args, RECORD_LEN, Record};
+use crate::agree::{ActiveSet, Args, RECORD_LEN, Record};
 use crate::error::{Result, ShmemError};
 use crate::runtime::Runtime;
+use crate::runtime::active_area::{
+    Area, CELL, CLAIM, FINALIZING, FINDING, LAST, NOTICE, READY, REPORTED, SENT,
+};
 use conduits::prelude::*;
 use conduits::{AmoOp, AmoWidth, SignalOp};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-const NOTICE: usize = 0;
-const CLAIM: usize = 8;
-const READY: usize = 16;
-const REPORTED: usize = 24;
-const FINALIZING: usize = 32;
-const LAST: usize = 64;
-const FINDING: usize = 192;
-const SENT: usize = 384;
-/// Bytes of a sender's cell: the counter and two record places.
-const CELL: usize = 192;
-const _: () = assert!(LAST + RECORD_LEN <= FINDING && FINDING + 2 * RECORD_LEN <= SENT);
-const _: () = assert!(8 + 2 * RECORD_LEN <= CELL);
 
 /// How long a PE that holds a differing record waits for the records
 /// still missing before it names the disagreement from what it has (a
@@ -88,58 +66,6 @@ const FINALIZE_PROBE: Duration = Duration::from_millis(20);
 /// How long the reporting PEs wait, without a new report, for PEs that do
 /// not report (busy outside the library) before the job ends.
 const REPORT_GRACE: Duration = Duration::from_secs(3);
-
-/// Bytes of the area in a job of `n` PEs (a multiple of 4 KiB).
-pub(crate) fn area_len(n: usize) -> usize {
-    (cells(n) + CELL * n).next_multiple_of(0x1000)
-}
-
-/// Offset of the cells within the area.
-fn cells(n: usize) -> usize {
-    (SENT + 8 * n).next_multiple_of(64)
-}
-
-/// This PE's side of the area: where it lives and what the PE counted.
-#[derive(Debug)]
-pub(crate) struct Area {
-    /// Segment offset of the area.
-    base: usize,
-    state: Mutex<State>,
-}
-
-#[derive(Debug)]
-struct State {
-    /// Announcements waited for from each PE.
-    expected: Vec<u64>,
-    /// Announcements sent to each PE.
-    sent: Vec<u64>,
-    /// This PE's last active-set call.
-    last: Option<Record>,
-    /// The announcement in progress: the PEs still awaited (with the count
-    /// that brings theirs), and the records that arrived.
-    pending: Vec<(usize, u64)>,
-    known: Vec<Record>,
-}
-
-impl Area {
-    /// The area at segment offset `base` of a job of `n` PEs (zero-filled).
-    pub(crate) fn new(base: usize, n: usize) -> Area {
-        Area {
-            base,
-            state: Mutex::new(State {
-                expected: vec![0; n],
-                sent: vec![0; n],
-                last: None,
-                pending: Vec::new(),
-                known: Vec::new(),
-            }),
-        }
-    }
-
-    fn cell(&self, n: usize, from: usize) -> usize {
-        self.base + cells(n) + CELL * from
-    }
-}
 
 /// The announcement that starts active-set call `call` with `args` on
 /// `set`: returns once every PE of the set has announced the same call;
@@ -178,11 +104,13 @@ pub(crate) fn announce(rt: &Runtime, call: &'static str, set: ActiveSet, args: A
                 // SAFETY: `base` maps PE `q`'s segment, as long as this
                 // PE's; the place and the counter lie in the area inside
                 // it (the area's length holds `n` cells). The bytes are
-                // copied through raw pointers; the counter is only ever
-                // accessed atomically, and its owner reads the place
-                // after seeing the count (acquire).
+                // copied from a local buffer with relaxed atomic stores
+                // (`conduits::segmem`), so the copy races with no access
+                // of this process; the counter is only ever accessed
+                // atomically, and its owner reads the place after seeing
+                // the count (acquire).
                 unsafe {
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(place), bytes.len());
+                    conduits::segmem::copy_in(bytes.as_ptr(), base.add(place), bytes.len());
                     AtomicU64::from_ptr(base.add(cell).cast()).fetch_add(1, Ordering::AcqRel);
                 }
             }
@@ -210,11 +138,12 @@ pub(crate) fn announce(rt: &Runtime, call: &'static str, set: ActiveSet, args: A
             let mut b = [0u8; RECORD_LEN];
             let place = cell + 8 + RECORD_LEN * ((k - 1) % 2) as usize;
             // SAFETY: the place lies in this PE's area, inside its
-            // segment; it is copied through a raw pointer into `b`. The
-            // sender wrote it before the count that said it arrived
-            // (acquire above) and writes it again only two of its calls
-            // with this PE later, after this PE's next announcement.
-            unsafe { std::ptr::copy_nonoverlapping(rt.local_addr(place), b.as_mut_ptr(), b.len()) };
+            // segment; it is copied with relaxed atomic loads
+            // (`conduits::segmem`) into the local `b`. The sender wrote it
+            // before the count that said it arrived (acquire above) and
+            // writes it again only two of its calls with this PE later,
+            // after this PE's next announcement.
+            unsafe { conduits::segmem::copy_out(rt.local_addr(place), b.as_mut_ptr(), b.len()) };
             let r = Record::decode(&b).with_rank(q);
             differs |= !r.same_call(&mine);
             known.push(r);
@@ -323,48 +252,6 @@ fn get_word(rt: &Runtime, call: &'static str, pe: usize, off: usize) -> Result<u
         .get(CtxId::DEFAULT, pe, off, &mut b)
         .map_err(|e| rt.err(call, e))?;
     Ok(u64::from_le_bytes(b))
-}
-
-/// Marks this PE finalizing (its last `shmem_finalize`, or the
-/// finalization at exit): publishes its last active-set call and the
-/// announcements it sent to each PE, then the flag, for PEs that may wait
-/// for an announcement from it ([`announce`]).
-pub(crate) fn note_finalizing(rt: &Runtime) {
-    let Some(area) = rt.active_area.as_ref() else {
-        return;
-    };
-    // Another thread inside an announcement (the program exits while one
-    // waits) holds the state: then nothing is published, and PEs waiting
-    // for this one are not told (they wait, as before this check).
-    let st = match area.state.try_lock() {
-        Ok(st) => st,
-        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return,
-    };
-    let mut words = Vec::with_capacity(st.sent.len());
-    for s in &st.sent {
-        words.extend_from_slice(&s.to_le_bytes());
-    }
-    let last = st.last.map(|r| r.encode());
-    drop(st);
-    let write = |off: usize, b: &[u8]| {
-        // SAFETY: the range lies in this PE's area inside its segment (the
-        // area holds `n` sent words and a record place), written through
-        // a raw pointer no Rust reference aliases; peers only read it.
-        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), rt.local_addr(off), b.len()) };
-    };
-    write(area.base + SENT, &words);
-    if let Some(b) = last {
-        write(area.base + LAST, &b);
-    }
-    store_word(rt, area.base + FINALIZING, 1);
-}
-
-/// Stores `v` at `off` of this PE's segment with release ordering.
-fn store_word(rt: &Runtime, off: usize, v: u64) {
-    // SAFETY: an 8-byte aligned word of this PE's area, inside its
-    // segment; peers and this PE access it only atomically.
-    unsafe { AtomicU64::from_ptr(rt.local_addr(off).cast()) }.store(v, Ordering::Release);
 }
 
 /// Called while any collective waits: when a PE has found a disagreement
@@ -536,6 +423,5 @@ mod tests {
             bar.describe(),
             "shmem_barrier on the active set PE_start 0, logPE_stride 1, PE_size 2"
         );
-        assert!(area_len(5) >= cells(5) + CELL * 5);
     }
 }

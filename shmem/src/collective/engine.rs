@@ -49,8 +49,8 @@ mod hier;
 mod movement;
 mod reduce;
 
-use super::agree::{Args, RECORD_LEN, Record, SUMMARY_LEN, Summary, mismatch};
 use super::ops::{ReduceOp, Reducible, combine_into};
+use crate::agree::{Args, RECORD_LEN, Record, SUMMARY_LEN, Summary, mismatch};
 use crate::config::{
     Algo, AlltoallAlgo, BarrierAlgo, BcastAlgo, CollConfig, FcollectAlgo, ReduceAlgo,
 };

@@ -6,14 +6,11 @@
 //! ([`crate::pool`]); the Rust API of teams and collectives sits above it.
 
 mod active;
-mod agree;
 mod engine;
 pub mod ops;
 
-pub(crate) use active::{
-    Area as ActiveArea, announce, area_len as active_area_len, note_finalizing,
-};
-pub(crate) use agree::{ActiveSet, Args, Kind};
+pub(crate) use crate::agree::{ActiveSet, Args, Kind};
+pub(crate) use active::announce;
 pub use engine::TREE_RADIX;
 pub(crate) use engine::{
     Coll, choose_alltoall, choose_barrier, choose_bcast, choose_fcollect, choose_reduce,

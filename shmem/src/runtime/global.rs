@@ -102,7 +102,7 @@ extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
             // As the C ABI's shmem_finalize (a barrier, the conduit kept
             // until exit, where it leaves the job), so that this PE meets
             // peers that called shmem_finalize.
-            crate::collective::note_finalizing(rt);
+            super::active_area::note_finalizing(rt);
             let finalized = rt
                 .barrier_all("shmem_finalize")
                 .and_then(|()| rt.finalize());
@@ -189,7 +189,7 @@ pub(crate) fn finalize_barrier(r: &Runtime) -> Result<()> {
     // From here this PE makes no collective call but this barrier: a PE
     // that waits for it in an active-set call can tell (see
     // `collective::active`).
-    crate::collective::note_finalizing(r);
+    super::active_area::note_finalizing(r);
     r.barrier_all("shmem_finalize")
         .and_then(|()| r.conduit.poll().map_err(|e| r.err("shmem_finalize", e)))
 }

@@ -56,6 +56,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+pub(crate) mod active_area;
 mod contexts;
 mod global;
 mod long_sent;
@@ -154,7 +155,7 @@ pub struct Runtime {
     /// First active-set slot and how many there are (C ABI; 0 otherwise).
     pub(crate) active_sets: (usize, usize),
     /// Where the active-set collectives compare their calls (C ABI only).
-    pub(crate) active_area: Option<crate::collective::ActiveArea>,
+    pub(crate) active_area: Option<active_area::Area>,
     /// The live conduit contexts other than the default one.
     pub(crate) contexts: Contexts,
     /// The PEs this PE sent Long active messages to since the last flush.
@@ -192,7 +193,7 @@ impl Runtime {
         // The C ABI's active-set collectives check their arguments on an
         // area of their own after the pool (`collective::active`).
         let agree_len = if opts.c_api {
-            crate::collective::active_area_len(job.size)
+            active_area::area_len(job.size)
         } else {
             0
         };
@@ -306,7 +307,7 @@ impl Runtime {
             conduit,
             active_sets: (slots, active),
             active_area: match (opts.c_api, agree_off) {
-                (true, Some(off)) => Some(crate::collective::ActiveArea::new(off, n)),
+                (true, Some(off)) => Some(active_area::Area::new(off, n)),
                 _ => None,
             },
             statics,

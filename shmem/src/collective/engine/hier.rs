@@ -25,7 +25,7 @@
 //! level alone).
 
 use super::{Coll, choose_barrier, choose_reduce, reduce_chunk};
-use crate::collective::agree::Summary;
+use crate::agree::Summary;
 use crate::collective::ops::{ReduceOp, Reducible, combine_into};
 use crate::config::{BarrierAlgo, HierMode};
 use crate::error::Result;
