@@ -378,6 +378,17 @@ pub trait ActiveMessages: Segments {
     /// Serves pending incoming messages and checks peer liveness.
     fn poll(&self) -> Result<()>;
 
+    /// As [`ActiveMessages::poll`], and says whether it served anything
+    /// (a datagram, a request, a completion). A wait of the layers above
+    /// that finds its conduit busy keeps spinning instead of yielding the
+    /// CPU between polls (`spec/conduit.md` §6), so a PE that waits while
+    /// it serves a peer's requests answers each at once. The default says
+    /// nothing was served: conduits whose poll is a few loads gain nothing
+    /// from it.
+    fn poll_served(&self) -> Result<bool> {
+        self.poll().map(|()| false)
+    }
+
     /// Whether this PE's board runs requests to handlers
     /// `gasnet_core::handlers::FIRST_COMPUTE..=255` on an on-board compute
     /// core (`CAPS.COMPUTE`, `spec/registers.md` §4.1) instead of

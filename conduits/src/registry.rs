@@ -496,6 +496,10 @@ macro_rules! declare_dispatch {
             fn poll(&self) -> Result<()> {
                 match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.poll(), )* }
             }
+            #[inline]
+            fn poll_served(&self) -> Result<bool> {
+                match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.poll_served(), )* }
+            }
             fn compute_cores(&self) -> bool {
                 match *self { $( #[cfg($cfg)] AnyConduit::$v(ref c) => c.compute_cores(), )* }
             }

@@ -51,6 +51,31 @@ use std::time::{Duration, Instant};
 /// How many steps spin before [`Backoff::snooze`] starts yielding.
 pub const SPIN_STEPS: u32 = 48;
 
+/// Whether every wait of this process yields from its first step
+/// ([`yield_at_once`]).
+static YIELD_AT_ONCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every wait of this process yield the CPU from its first step
+/// instead of spinning [`SPIN_STEPS`] first. For a PE whose awaited work
+/// is done by another process of this host on the same CPUs (a board
+/// model: the fpga conduit on devsim boards), spinning only keeps that
+/// process off the CPU: a put + quiet whose host spun 20 us before
+/// yielding waited those 20 us for the board to run.
+pub fn yield_at_once() {
+    YIELD_AT_ONCE.store(true, Ordering::Relaxed);
+}
+
+/// The spinning steps of a wait: [`SPIN_STEPS`], or none after
+/// [`yield_at_once`].
+#[inline(always)]
+fn spin_steps() -> u64 {
+    if YIELD_AT_ONCE.load(Ordering::Relaxed) {
+        0
+    } else {
+        SPIN_STEPS as u64
+    }
+}
+
 /// [`Backoff::timed_out`] reads the clock once every this many yielding
 /// steps.
 pub const CLOCK_PERIOD: u64 = 64;
@@ -295,7 +320,12 @@ pub fn note_exit_handler(on: bool) {
 /// yielding. Cheap to create; create one per wait.
 #[derive(Clone, Debug, Default)]
 pub struct Backoff {
+    /// Steps since the wait last started spinning (decides spin or yield).
     steps: u64,
+    /// Steps since the wait began or last made progress ([`Backoff::reset`]):
+    /// the period of the slow checks and of the clock, which a
+    /// [`Backoff::respin`] does not restart.
+    total: u64,
     /// When the clock of [`Backoff::timed_out`] started (first read).
     since: Option<Instant>,
     /// This wait's own timeout, instead of the process-wide one.
@@ -308,6 +338,7 @@ impl Backoff {
     pub fn new() -> Backoff {
         Backoff {
             steps: 0,
+            total: 0,
             since: None,
             limit: None,
         }
@@ -346,10 +377,11 @@ impl Backoff {
     }
 
     /// Waits a little: a busy-wait hint during the first [`SPIN_STEPS`]
-    /// steps, then `sched_yield` on every step.
+    /// steps (none after [`yield_at_once`]), then `sched_yield` on every
+    /// step.
     #[inline]
     pub fn snooze(&mut self) {
-        if self.steps < SPIN_STEPS as u64 {
+        if self.steps < spin_steps() {
             for _ in 0..(1u32 << (self.steps.min(4) as u32)) {
                 std::hint::spin_loop();
             }
@@ -357,6 +389,7 @@ impl Backoff {
             std::thread::yield_now();
         }
         self.steps += 1;
+        self.total += 1;
     }
 
     /// Starts spinning again (after the awaited thing made progress), and
@@ -364,6 +397,7 @@ impl Backoff {
     #[inline]
     pub fn reset(&mut self) {
         self.steps = 0;
+        self.total = 0;
         self.since = None;
     }
 
@@ -385,11 +419,14 @@ impl Backoff {
     /// Whether the spinning phase is over and each step now yields.
     #[inline]
     pub fn is_yielding(&self) -> bool {
-        self.steps >= SPIN_STEPS as u64
+        self.steps >= spin_steps()
     }
 
-    /// True once every `period` steps (and never during the spinning
-    /// phase): the moment for slow checks such as peer liveness.
+    /// True once every `period` steps of the wait (never during its first
+    /// spinning phase, and counted across [`Backoff::respin`], so a wait
+    /// kept spinning by other traffic still checks): the moment for slow
+    /// checks such as peer liveness, and for the clock of
+    /// [`Backoff::timed_out`].
     ///
     /// ```
     /// use conduits::wait::Backoff;
@@ -405,7 +442,7 @@ impl Backoff {
     /// ```
     #[inline]
     pub fn every(&self, period: u64) -> bool {
-        self.is_yielding() && period > 0 && self.steps.is_multiple_of(period)
+        self.total >= spin_steps() && period > 0 && self.total.is_multiple_of(period)
     }
 }
 
@@ -415,16 +452,35 @@ mod tests {
 
     #[test]
     fn spins_then_yields() {
+        // SPIN_STEPS, or none once a test of this process opened a board
+        // model (`yield_at_once` is process-wide).
+        let spin = spin_steps();
         let mut b = Backoff::new();
-        assert!(!b.is_yielding());
-        for _ in 0..SPIN_STEPS {
+        assert_eq!(b.is_yielding(), spin == 0);
+        for _ in 0..spin {
             b.snooze();
         }
         assert!(b.is_yielding());
         b.snooze();
-        assert_eq!(b.steps(), SPIN_STEPS as u64 + 1);
+        assert_eq!(b.steps(), spin + 1);
         b.reset();
-        assert!(!b.is_yielding());
+        assert_eq!(b.is_yielding(), spin == 0);
+    }
+
+    #[test]
+    fn a_respin_keeps_the_period_of_slow_checks() {
+        let spin = spin_steps();
+        let mut b = Backoff::new();
+        let mut due = 0;
+        for _ in 0..1000 {
+            b.snooze();
+            b.respin();
+            if b.every(100) {
+                due += 1;
+            }
+        }
+        assert!(due >= 9, "{due}");
+        assert_eq!(b.is_yielding(), spin == 0);
     }
 
     #[test]

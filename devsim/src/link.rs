@@ -48,6 +48,11 @@ pub trait Link: Send {
     fn send(&mut self, p: &Packet) -> io::Result<()>;
     /// A whole packet that has arrived, if any; never blocks.
     fn recv(&mut self) -> Option<Packet>;
+    /// A whole packet already taken from the sockets by [`Link::recv`],
+    /// without reading them again: a board step reads its sockets once
+    /// (each read that finds nothing is a system call on the path of the
+    /// packet that comes next).
+    fn recv_taken(&mut self) -> Option<Packet>;
     /// Datagrams dropped because they did not decode or reassemble.
     fn bad_packets(&self) -> u64;
     /// Frames dropped on `port` for a failed integrity check.
@@ -320,10 +325,14 @@ impl Link for ReliableLink {
     }
 
     fn recv(&mut self) -> Option<Packet> {
-        if let Some(p) = self.transport.as_mut().and_then(Transport::delivered) {
+        if let Some(p) = self.recv_taken() {
             return Some(p);
         }
         self.pump(Instant::now(), true);
+        self.recv_taken()
+    }
+
+    fn recv_taken(&mut self) -> Option<Packet> {
         self.transport.as_mut().and_then(Transport::delivered)
     }
 

@@ -321,6 +321,13 @@ impl FpgaConduit {
         segment_len: usize,
     ) -> Result<FpgaConduit> {
         let board = Board::open(device)?;
+        if board.waker.is_some() {
+            // A board model, a process of this host on the same CPUs (the
+            // doze protocol is a model's, spec/registers.md §13): every
+            // wait of this PE yields at once, so that the board runs
+            // while the PE waits for it.
+            crate::wait::yield_at_once();
+        }
         let layout = Layout::new(segment_len as u64, size);
         let dev = board.device.clone();
         if board.id.window < layout.window {

@@ -626,11 +626,14 @@ impl ActiveMessages for Ipv6Conduit {
     }
 
     fn poll(&self) -> Result<()> {
+        self.poll_served().map(drop)
+    }
+
+    fn poll_served(&self) -> Result<bool> {
         self.shared.app_polls.fetch_add(1, Ordering::Relaxed);
-        if let Some(mut c) = progress::try_lock(&self.core, &self.shared) {
-            c.step(&self.shared);
-        }
-        self.check_failed()
+        let served =
+            progress::try_lock(&self.core, &self.shared).is_some_and(|mut c| c.step(&self.shared));
+        self.check_failed().map(|()| served)
     }
 }
 

@@ -84,14 +84,18 @@ impl<On: Conduit, Off: Conduit> ActiveMessages for Routed<On, Off> {
 
     #[inline]
     fn poll(&self) -> Result<()> {
-        self.on.poll().map_err(|e| self.lift(e))?;
+        self.poll_served().map(drop)
+    }
+
+    fn poll_served(&self) -> Result<bool> {
+        let mut served = self.on.poll_served().map_err(|e| self.lift(e))?;
         if self
             .polls
             .fetch_add(1, Ordering::Relaxed)
             .is_multiple_of(OFF_POLL_EVERY)
         {
-            self.off.poll()?;
+            served |= self.off.poll_served()?;
         }
-        Ok(())
+        Ok(served)
     }
 }

@@ -488,8 +488,12 @@ unsafe fn copy_peer(src: *const u8, dst: *mut u8, len: usize) {
     // writes `dst`, so overlapping ranges copy as `ptr::copy` would.
     unsafe {
         match len {
-            8 => dst.cast::<u64>().write_unaligned(src.cast::<u64>().read_unaligned()),
-            4 => dst.cast::<u32>().write_unaligned(src.cast::<u32>().read_unaligned()),
+            8 => dst
+                .cast::<u64>()
+                .write_unaligned(src.cast::<u64>().read_unaligned()),
+            4 => dst
+                .cast::<u32>()
+                .write_unaligned(src.cast::<u32>().read_unaligned()),
             _ => std::ptr::copy(src, dst, len),
         }
     }

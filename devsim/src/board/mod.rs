@@ -517,14 +517,16 @@ impl BoardModel {
         // `run` steps at least every half millisecond.
         let up = self.reset_at.elapsed().as_micros() as u64;
         self.bar0.write64(regs::UPTIME_LO, up);
+        // The sockets are read once per step; what that read took is
+        // served now, the rest at the next step.
+        let mut next = self.link.recv();
         for _ in 0..RX_PER_STEP {
-            match self.link.recv() {
-                Some(p) => {
-                    progress = true;
-                    self.on_packet(p);
-                }
-                None => break,
-            }
+            let Some(p) = next else {
+                break;
+            };
+            progress = true;
+            self.on_packet(p);
+            next = self.link.recv_taken();
         }
         if !self.peer_failure_raised
             && let Some((node, why)) = self.link.failure()

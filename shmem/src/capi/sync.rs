@@ -64,11 +64,13 @@ word!(
     isize => std::sync::atomic::AtomicUsize, usize => std::sync::atomic::AtomicUsize
 );
 
-/// Serves the conduit once (a failed peer or a global exit ends the job).
+/// Serves the conduit once (a failed peer or a global exit ends the job);
+/// returns whether it served anything (see `ActiveMessages::poll_served`).
 #[inline]
-fn progress(rt: &Runtime, call: &'static str) {
-    if let Err(e) = rt.conduit.poll() {
-        fail(rt.err(call, e))
+fn progress(rt: &Runtime, call: &'static str) -> bool {
+    match rt.conduit.poll_served() {
+        Ok(served) => served,
+        Err(e) => fail(rt.err(call, e)),
     }
 }
 
@@ -210,7 +212,9 @@ pub(crate) unsafe fn multi<T: Word>(
                 Mode::Some => r,
             };
         }
-        progress(rt, call);
+        if progress(rt, call) {
+            backoff.respin();
+        }
         backoff.snooze();
     }
 }
@@ -407,7 +411,9 @@ pub extern "C" fn shmem_set_lock(lock: *mut i64) {
     let off = lock_word(rt, CALL, lock);
     let mut backoff = Backoff::new();
     while !try_lock(rt, CALL, off) {
-        progress(rt, CALL);
+        if progress(rt, CALL) {
+            backoff.respin();
+        }
         backoff.snooze();
     }
 }

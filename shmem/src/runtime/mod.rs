@@ -665,7 +665,11 @@ impl Runtime {
         }
         let mut backoff = Backoff::new();
         loop {
-            self.conduit.poll().map_err(|e| self.err(call, e))?;
+            if self.conduit.poll_served().map_err(|e| self.err(call, e))? {
+                // Serving peers is no progress of this wait, but keeps it
+                // spinning, so their next requests are answered at once.
+                backoff.respin();
+            }
             let v = self.load_word(off, width);
             if done(v) {
                 return Ok(v);
@@ -697,7 +701,9 @@ impl Runtime {
             if let Some(v) = ready()? {
                 return Ok(v);
             }
-            self.conduit.poll().map_err(|e| self.err(call, e))?;
+            if self.conduit.poll_served().map_err(|e| self.err(call, e))? {
+                backoff.respin();
+            }
             if let Some(waited) = backoff.timed_out() {
                 let what = what();
                 return Err(self.err(call, ConduitError::Timeout { what, waited }));
