@@ -66,12 +66,22 @@ pub fn describe_group(pgid: i32) -> String {
             .unwrap_or_default();
         for tid in tasks {
             let base = format!("/proc/{pid}/task/{tid}");
+            // The system call a thread is in (its number and arguments,
+            // "running" when in user space) and its kernel stack (root
+            // only): what a thread was doing when gdb gives no stack.
+            let kstack = read_trim(&format!("{base}/stack"))
+                .lines()
+                .filter_map(|l| l.split_whitespace().nth(1))
+                .take(6)
+                .collect::<Vec<_>>()
+                .join(" < ");
             let _ = writeln!(
                 out,
-                "  thread {tid} {:<16} state {} in {}",
+                "  thread {tid} {:<16} state {} in {} syscall [{}] kernel [{kstack}]",
                 read_trim(&format!("{base}/comm")),
                 stat_field(&format!("{base}/stat"), 0).unwrap_or_else(|| "?".into()),
                 read_trim(&format!("{base}/wchan")),
+                read_trim(&format!("{base}/syscall")),
             );
         }
     }
@@ -120,6 +130,9 @@ fn stacks(pid: i32) -> String {
         .filter(|l| l.starts_with('#') || l.starts_with("Thread "))
         .collect::<Vec<_>>()
         .join("\n");
+    if kept.is_empty() {
+        return format!("  (gdb printed no stack within {GDB_LIMIT:?})");
+    }
     match kept.char_indices().nth(STACK_CHARS) {
         Some((i, _)) => format!("{}\n  ...", &kept[..i]),
         None => kept,
