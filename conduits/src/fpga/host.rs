@@ -401,8 +401,10 @@ impl FpgaConduit {
                     // SAFETY: `from..from+len` is a staging allocation in the
                     // window; `dst` is valid for `len` bytes until the quiet
                     // that reaps this (get_nbi's contract) or until the
-                    // blocking get returns.
-                    unsafe { std::ptr::copy_nonoverlapping(self.win(from), dst, len) };
+                    // blocking get returns, and may be segment memory that
+                    // other threads load atomically, so it is stored
+                    // atomically; the staging bytes are this PE's alone.
+                    unsafe { crate::segmem::copy_in(self.win(from), dst, len) };
                 }
                 h.stage.free(id);
             }

@@ -32,13 +32,19 @@ impl FpgaConduit {
         if pe == self.rank {
             // SAFETY: the destination lies in this PE's segment (callers
             // checked the range); `src` is valid for `len` bytes (caller).
-            unsafe { std::ptr::copy(src, self.win(offset), len) };
+            // Both may be segment memory that other threads of this
+            // process load or store atomically, so the copy is atomic
+            // too, with `memmove`'s semantics for overlap.
+            unsafe { crate::segmem::copy_shared(src, self.win(offset), len) };
             return Ok(());
         }
         if len <= MAX_INLINE {
-            // SAFETY: `src` is valid for `len` bytes (caller).
-            let data = unsafe { std::slice::from_raw_parts(src, len) };
-            let inline = Inline::new(data)
+            let mut data = [0u8; MAX_INLINE];
+            // SAFETY: `src` is valid for `len <= MAX_INLINE` bytes
+            // (caller) and may be segment memory, so it is read with
+            // atomic loads into this stack buffer, never through a slice.
+            unsafe { crate::segmem::copy_out(src, data.as_mut_ptr(), len) };
+            let inline = Inline::new(&data[..len])
                 .map_err(|_| ConduitError::Unsupported("inline put longer than 32 bytes"))?;
             let d = Descriptor::Put {
                 common: Self::common(COUNT_TAG | ctx.0, true),
@@ -55,9 +61,11 @@ impl FpgaConduit {
             }
             None => {
                 st.count(ctx, pieces(len));
-                // SAFETY: `src` is valid for `len` bytes (caller); the queue
-                // owns a copy, so the caller may reuse its buffer at once.
-                let data = unsafe { std::slice::from_raw_parts(src, len) }.to_vec();
+                let mut data = vec![0u8; len];
+                // SAFETY: `src` is valid for `len` bytes (caller) and may be
+                // segment memory, read with atomic loads; the queue owns
+                // the copy, so the caller may reuse its buffer at once.
+                unsafe { crate::segmem::copy_out(src, data.as_mut_ptr(), len) };
                 let q = Queued::Put {
                     ctx: ctx.0,
                     pe,
@@ -135,9 +143,10 @@ impl FpgaConduit {
         while at < len {
             let n = (len - at).min(CHUNK);
             let r = self.stage(h, n).and_then(|(id, st)| {
-                // SAFETY: `src+at..+n` is valid (caller); the staging slice
-                // is ours until its put completes.
-                unsafe { std::ptr::copy_nonoverlapping(src.add(at), self.win(st), n) };
+                // SAFETY: `src+at..+n` is valid (caller) and may be segment
+                // memory, read with atomic loads; the staging slice is ours
+                // until its put completes, and no other thread touches it.
+                unsafe { crate::segmem::copy_out(src.add(at), self.win(st), n) };
                 let tag = Self::fresh_tag(h);
                 h.waiting.insert(tag, (ctx.0, Waiter::Free(id)));
                 let d = Descriptor::Put {
@@ -176,8 +185,10 @@ impl FpgaConduit {
         self.slot(ctx)?;
         if pe == self.rank {
             // SAFETY: the source lies in this PE's segment (range checked by
-            // callers); `dst` is valid for `len` bytes (caller).
-            unsafe { std::ptr::copy(self.win(offset), dst, len) };
+            // callers); `dst` is valid for `len` bytes (caller). Both may be
+            // segment memory other threads of this process access
+            // atomically, so the copy is atomic too (overlap allowed).
+            unsafe { crate::segmem::copy_shared(self.win(offset), dst, len) };
             return Ok(Vec::new());
         }
         let mut h = self.lock();
