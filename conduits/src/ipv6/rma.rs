@@ -89,16 +89,9 @@ impl Rma for Ipv6Conduit {
         dst: *mut u8,
         len: usize,
     ) -> Result<()> {
-        check_range(pe, self.size, offset, len, self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the source lies in our segment (checked); the caller
-            // guarantees `dst` is valid for `len` bytes; raw pointers and
-            // relaxed atomics on both sides (`dst` may be segment memory).
-            unsafe { segmem::copy_shared(self.local(offset), dst, len) };
-            return self.check_failed();
-        }
-        if len == 0 {
-            return self.check_failed();
+        // SAFETY: the caller's contract.
+        if unsafe { self.get_at_once(pe, offset, dst, len) }? {
+            return Ok(());
         }
         let seg = self.in_segment(dst, len);
         self.submit_get(
@@ -279,6 +272,33 @@ impl Ipv6Conduit {
 }
 
 impl Ipv6Conduit {
+    /// What a blocking and a non-blocking get share: the range check, then
+    /// a get that needs no message, done here. A get from this PE's own
+    /// segment copies at once (raw pointers and relaxed atomics on both
+    /// sides, overlap allowed: `dst` may be segment memory); an empty get
+    /// has nothing to move. `Ok(true)` when the get is done, after the
+    /// check for a failed peer that every completed operation makes.
+    ///
+    /// # Safety
+    /// `dst..dst + len` is valid for writes for the call.
+    unsafe fn get_at_once(
+        &self,
+        pe: usize,
+        offset: usize,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<bool> {
+        check_range(pe, self.size, offset, len, self.segment_len)?;
+        if pe == self.rank {
+            // SAFETY: the source lies in our segment (checked); the caller
+            // vouches for `dst`; `copy_shared` allows overlap.
+            unsafe { segmem::copy_shared(self.local(offset), dst, len) };
+        } else if len != 0 {
+            return Ok(false);
+        }
+        self.check_failed().map(|()| true)
+    }
+
     /// A blocking put of the `len` bytes at `src`: this PE's own segment
     /// directly, else one engine command per chunk, each carrying a copy
     /// of its bytes (so `src` may be reused on return). `src` is read with
@@ -341,15 +361,9 @@ impl Ipv6Conduit {
         dst: *mut u8,
         len: usize,
     ) -> Result<()> {
-        check_range(pe, self.size, offset, len, self.segment_len)?;
-        if pe == self.rank {
-            // SAFETY: the source lies in our segment (checked), the caller
-            // vouches for `dst`; `copy_shared` allows overlap.
-            unsafe { segmem::copy_shared(self.local(offset), dst, len) };
-            return self.check_failed();
-        }
-        if len == 0 {
-            return self.check_failed();
+        // SAFETY: the caller's contract.
+        if unsafe { self.get_at_once(pe, offset, dst, len) }? {
+            return Ok(());
         }
         let seg = self.in_segment(dst, len);
         let chunk = self.chunks[pe];
