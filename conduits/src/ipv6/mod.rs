@@ -129,7 +129,7 @@ use gasnet_core::engine::{
 use gasnet_core::{AmoOp, AmoWidth, Category, HandlerFn};
 use net::{Endpoint, EventFd};
 use progress::{Core, NO_EXIT};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV6, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -309,7 +309,7 @@ impl Ipv6Conduit {
             completed: AtomicU64::new(0),
             queued: AtomicI64::new(0),
             ctxs: (0..MAX_CONTEXTS).map(|_| CtxState::default()).collect(),
-            done: Mutex::new(HashMap::new()),
+            done: Mutex::new(HashMap::default()),
             failed: Mutex::new(None),
             failed_flag: AtomicBool::new(false),
             exit_status: AtomicI64::new(NO_EXIT),

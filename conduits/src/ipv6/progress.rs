@@ -47,7 +47,8 @@ use gasnet_core::engine::{Command, Completion, Engine, Status};
 use gasnet_core::impair::{Impair, Impairer};
 use gasnet_core::reliable::{PeerSilent, Transport};
 use gasnet_core::{AmError, HandlerFn};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 use std::net::{SocketAddrV6, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -78,6 +79,14 @@ const BOOT_CHECK: Duration = Duration::from_millis(20);
 /// The PE's bootstrap service, shared with the progress thread.
 pub(crate) type BootRef = Arc<Mutex<Box<dyn crate::bootstrap::Bootstrap>>>;
 
+/// How long a step that received nothing and has nothing to issue may
+/// skip the transport's timers ([`Core::pump`]). Every timer of the
+/// transport is 200 us or longer (`gasnet_core::reliable::Config`), so
+/// none fires more than this late; an idle step of a wait loop then costs
+/// one receive system call and no walk over the peers, which keeps the
+/// loop tight and a datagram's wait for it short.
+const IDLE_PUMP_EVERY: Duration = Duration::from_micros(20);
+
 /// Batches of datagrams taken from the socket per step at most.
 const RECV_ROUNDS: usize = 8;
 
@@ -98,6 +107,8 @@ pub(crate) struct Core {
     tx: SendBatch,
     failed: bool,
     last_check: Instant,
+    /// When [`Core::pump`] last ran.
+    last_pump: Instant,
     /// Datagrams sent to each PE (`FSHMEM_IPV6_STATS`): with routing, none
     /// go to a PE of this PE's host.
     sent_to: Vec<u64>,
@@ -123,7 +134,7 @@ impl Core {
             sock,
             peers,
             impair: impair.map(|f| Impairer::new(f, seed, me)),
-            waiting: HashMap::new(),
+            waiting: HashMap::default(),
             backlog: VecDeque::new(),
             queues: Vec::new(),
             flushes: Vec::new(),
@@ -131,6 +142,7 @@ impl Core {
             tx,
             failed: false,
             last_check: Instant::now(),
+            last_pump: Instant::now(),
             sent_to,
         }
     }
@@ -231,13 +243,19 @@ impl Core {
                     self.transport.receive(d, now);
                 }
             }
-            if n < self.rx.capacity() {
+            if !self.rx.maybe_more() {
                 break;
             }
             // Serve what this batch asked for before taking the next.
             self.pump(sh, now);
         }
-        work |= self.pump(sh, now);
+        let idle = !work
+            && self.backlog.is_empty()
+            && self.impair.is_none()
+            && now.saturating_duration_since(self.last_pump) < IDLE_PUMP_EVERY;
+        if !idle {
+            work |= self.pump(sh, now);
+        }
         if let Some(imp) = self.impair.as_mut() {
             let tx = &mut self.tx;
             if imp.release(now, &mut |d, b| tx.push(d as usize, b)) {
@@ -283,6 +301,7 @@ impl Core {
     /// and the engine, and transmits what is due. Returns whether anything
     /// moved.
     fn pump(&mut self, sh: &Shared, now: Instant) -> bool {
+        self.last_pump = now;
         let mut work = false;
         while !self.backlog.is_empty()
             && self.engine.outstanding() < self.engine.config().queue_depth

@@ -117,7 +117,8 @@ use crate::am::{AmError, AmMessage, HandlerTable, ReplySink, Token, check_shape}
 use crate::types::{Category, Direction, MAX_LONG, MAX_MEDIUM, NodeId, handlers};
 use crate::wire::{Packet, PacketType};
 use layout::{AM_TOKEN, AmoArgs, GetArgs, engine_owned, join, split};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 
 /// A command in the scheduler's queue, possibly partly issued.
 #[derive(Debug)]
@@ -312,8 +313,8 @@ impl<M: Memory> Engine<M> {
                 ..config
             },
             queue: VecDeque::new(),
-            active: HashMap::new(),
-            pieces: HashMap::new(),
+            active: HashMap::default(),
+            pieces: HashMap::default(),
             am_waiting: vec![VecDeque::new(); nodes],
             in_flight: 0,
             next_cmd: 0,
