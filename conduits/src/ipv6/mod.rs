@@ -310,6 +310,7 @@ impl Ipv6Conduit {
             queued: AtomicI64::new(0),
             ctxs: (0..MAX_CONTEXTS).map(|_| CtxState::default()).collect(),
             done: Mutex::new(HashMap::default()),
+            posted: AtomicU64::new(0),
             failed: Mutex::new(None),
             failed_flag: AtomicBool::new(false),
             exit_status: AtomicI64::new(NO_EXIT),

@@ -51,6 +51,9 @@ pub(crate) struct Shared {
     /// Per-context counters and errors, indexed by [`CtxId::index`].
     pub(crate) ctxs: Box<[CtxState]>,
     pub(super) done: Mutex<HashMap<u64, Outcome>>,
+    /// Outcomes posted to `done` so far: a waiter looks in `done` (a lock
+    /// and a lookup) only when this moved.
+    pub(super) posted: AtomicU64,
     pub(super) failed: Mutex<Option<ConduitError>>,
     pub(super) failed_flag: AtomicBool,
     pub(crate) exit_status: AtomicI64,
@@ -64,6 +67,7 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(tag, o);
+        self.posted.fetch_add(1, Ordering::Release);
     }
 
     pub(super) fn take(&self, tag: u64) -> Option<Outcome> {
@@ -211,9 +215,16 @@ impl Ipv6Conduit {
     /// operation for a timeout report.
     pub(super) fn wait_tag(&self, tag: u64, what: impl Fn() -> String) -> Result<Outcome> {
         let mut out = None;
+        let mut seen = None;
         self.drive_until(
             || {
-                out = self.shared.take(tag);
+                // Posted before the count moves (Release, read with
+                // Acquire): an outcome counted is in `done`.
+                let posted = self.shared.posted.load(Ordering::Acquire);
+                if seen != Some(posted) {
+                    seen = Some(posted);
+                    out = self.shared.take(tag);
+                }
                 out.is_some()
             },
             what,
