@@ -7,8 +7,8 @@
 //!   failed.
 //! - [`process_stopped`]: whether it is stopped (SIGSTOP): alive, silent.
 //! - [`root_of`]: a PE that leaves because it saw another PE fail records
-//!   that PE; following the records leads to the PE that failed first,
-//!   which is the one every message names.
+//!   that PE ([`Cause`]); following the records leads to the PE that
+//!   failed first, which is the one every message names.
 //! - [`host_name`]: which host a PE runs on, for the checks above (process
 //!   ids mean something only on their own host).
 
@@ -159,6 +159,21 @@ pub fn host_name() -> String {
     }
     let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     String::from_utf8_lossy(&b[..n]).replace(char::is_whitespace, "_")
+}
+
+/// The PE a PE recorded as the reason it leaves the job: the PE whose
+/// failure it found. The PEs of a host read each other's records (smp's
+/// control block), and name only PEs of their host by local rank, so a
+/// routed job's PE that learnt of the failure through the off-node
+/// conduit (`spec/conduit.md` §10.4) names a PE of another host by its
+/// job rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// A PE of this host, by its local rank (its rank, in a job of one
+    /// host).
+    OnNode(usize),
+    /// A PE of another host, by its rank in the whole job.
+    OffNode(usize),
 }
 
 /// The PE that failed first, found from PE `pe`, which failed or left:

@@ -12,6 +12,17 @@
 //!   issue non-blocking atomic adds and puts to PE 1 (at most 2,000,000
 //!   or for 60 s), so that the provider's queues fill while PE 1 is gone;
 //!   they print the error they get and exit 1.
+//! - `relay KIND GO`: a job of several hosts (`oshrun --hosts`). After a
+//!   barrier PE 1 prints `fault: PE 1 ready to fail` and waits, outside
+//!   the runtime, until the FIFO `GO` is opened for writing; then it fails
+//!   as in `crash KIND` (`kill`: it waits for the test's SIGKILL instead).
+//!   PE 1's host mates and the first PE of every other host wait in
+//!   `wait_until` (`fault: PE r waiting`), so they learn of the failure
+//!   themselves. The other PEs complete their operations and finalize
+//!   (`fault: PE r finalizing`): `shmem_finalize` first meets the PEs of
+//!   the host in shared memory, where the first one never arrives, so
+//!   they learn of the failure only from its departure. A PE that gets
+//!   an error prints it and exits 1.
 //! - `wait-until`: PE N-1 waits for a word nobody sets (needs
 //!   `FSHMEM_WAIT_TIMEOUT`); the others sleep outside the runtime.
 //! - `wait-barrier`: PE N-1 sleeps outside the runtime; the others enter
@@ -52,6 +63,7 @@ fn main() {
     match mode.as_str() {
         "crash" => crash(&sh, &arg, false),
         "flood" => crash(&sh, &arg, true),
+        "relay" => relay(sh, &arg, &args.next().unwrap_or_default()),
         "wait-until" => {
             let flag = sh.calloc::<u64>(1).expect("calloc");
             if me == n - 1 {
@@ -105,6 +117,29 @@ fn main() {
     }
 }
 
+/// PE 1 fails by `kind` (see `crash KIND`); `kill`: it waits, outside the
+/// runtime, for the test's SIGKILL.
+fn crash_now(kind: &str) -> ! {
+    if kind == "kill" {
+        loop {
+            std::thread::park();
+        }
+    }
+    println!("fault: PE 1 failing at {}", now_ms());
+    match kind {
+        "abort" => std::process::abort(),
+        "panic" => panic!("fault: PE 1 panics on purpose"),
+        "exit0" => std::process::exit(0),
+        "exit3" => std::process::exit(3),
+        // SAFETY: _exit ends the process; nothing is shared with it.
+        "raw-exit0" => unsafe { libc::_exit(0) },
+        other => {
+            shmem::report!("fault: unknown crash kind {other:?}");
+            std::process::exit(2);
+        }
+    }
+}
+
 fn crash(sh: &shmem::Shmem, kind: &str, flood: bool) {
     let me = sh.my_pe();
     let flag = sh.calloc::<u64>(1).expect("calloc");
@@ -113,20 +148,7 @@ fn crash(sh: &shmem::Shmem, kind: &str, flood: bool) {
         if kind == "kill" {
             println!("fault: PE 1 ready to be killed");
         } else {
-            println!("fault: PE 1 failing at {}", now_ms());
-        }
-        match kind {
-            "abort" => std::process::abort(),
-            "panic" => panic!("fault: PE 1 panics on purpose"),
-            "exit0" => std::process::exit(0),
-            "exit3" => std::process::exit(3),
-            // SAFETY: _exit ends the process; nothing is shared with it.
-            "raw-exit0" => unsafe { libc::_exit(0) },
-            "kill" => {}
-            other => {
-                shmem::report!("fault: unknown crash kind {other:?}");
-                std::process::exit(2);
-            }
+            crash_now(kind);
         }
     }
     // The next runtime call is the wait: a test that kills PE 1 once every
@@ -149,6 +171,47 @@ fn crash(sh: &shmem::Shmem, kind: &str, flood: bool) {
     }
     match flag.wait_until(0, Cmp::Eq, 1) {
         Ok(_) => println!("fault: PE {me}: the flag was set?"),
+        Err(e) => println!("fault: PE {me} detected at {}: {e}", now_ms()),
+    }
+    std::process::exit(1);
+}
+
+/// `relay KIND GO` (see the module documentation).
+fn relay(sh: shmem::Shmem, kind: &str, go: &str) {
+    let me = sh.my_pe();
+    let flag = sh.calloc::<u64>(1).expect("calloc");
+    let shared = sh.team_shared();
+    let mates: Vec<usize> = (0..shared.n_pes())
+        .filter_map(|i| shared.world_pe(i))
+        .collect();
+    drop(shared);
+    sh.barrier_all().expect("barrier");
+    if me == 1 {
+        println!("fault: PE 1 ready to fail");
+        // Blocks until the test opens the FIFO for writing.
+        if kind != "kill"
+            && let Err(e) = std::fs::File::open(go)
+        {
+            shmem::report!("fault: PE 1: cannot open {go}: {e}");
+            std::process::exit(2);
+        }
+        crash_now(kind);
+    }
+    let waits = mates.contains(&1) || mates.first() == Some(&me);
+    let r = if waits {
+        println!("fault: PE {me} waiting");
+        flag.wait_until(0, Cmp::Eq, 1).map(drop)
+    } else {
+        // Nothing of this PE's is outstanding past here, so its finalize
+        // waits for the host's PEs before anything else. Freeing the flag
+        // would be a collective call: the finalize reclaims it.
+        sh.quiet().expect("quiet");
+        std::mem::forget(flag);
+        println!("fault: PE {me} finalizing");
+        sh.finalize()
+    };
+    match r {
+        Ok(()) => println!("fault: PE {me}: the call returned?"),
         Err(e) => println!("fault: PE {me} detected at {}: {e}", now_ms()),
     }
     std::process::exit(1);

@@ -7,7 +7,9 @@
 //! the others' own liveness checks on every conduit. `exit(0)` without
 //! finalize is a normal ending (the PE finalizes at exit, as under Sandia
 //! OpenSHMEM): while the others wait for what it never sent, it waits for
-//! them, says so, and the wait timeout ends the job.
+//! them, says so, and the wait timeout ends the job. On 2 and 3 hosts, a
+//! PE that learns of an off-node failure only from a PE of its own host,
+//! which left because of it, names the PE of the other host.
 
 use fshmem_tests::{
     example, finish, oshrun_cmd, pe_pids, send_signal, shm_files, spawn, unique_job_id, wait_for,
@@ -283,5 +285,224 @@ fn exit0_while_peers_wait_is_named_and_ended_by_the_wait_timeout() {
         assert!(shm_files(&id).is_empty(), "{ctx}");
         assert!(devsim_pids(&id).is_empty(), "{ctx}");
         assert!(pe_pids(&id, None).is_empty(), "{ctx}");
+    }
+}
+
+/// Runs a PE's program (`"$@"`) and hands its exit status to oshrun only
+/// once the test closes its end of the FIFO `$FAULT_HOLD`. oshrun stops
+/// every PE as soon as one fails, so a PE that learns of a failure after
+/// another PE left would be stopped before it said what it found. The
+/// FIFO is opened (as descriptor 9, refused should it be oshrun's report
+/// pipe) before the program starts, and the test holds it open for
+/// writing, so that open does not block and no wrapper can wait for a
+/// writer that has already gone.
+const HOLD: &str = r#"[ "$FSHMEM_LAUNCHER_FD" != 9 ] || exit 99
+exec 9<"$FAULT_HOLD"; "$@"; s=$?; read -r _ <&9; exit $s"#;
+
+/// How long a relay job may take to print the next line it must print
+/// (its PEs once took 32 s to start on a loaded machine).
+const LINE_WAIT: Duration = fshmem_tests::JOB_TIMEOUT;
+
+/// A directory of its own for a test's FIFOs, removed when dropped.
+struct FifoDir(std::path::PathBuf);
+
+impl FifoDir {
+    fn new(tag: &str) -> FifoDir {
+        let dir = std::env::temp_dir().join(unique_job_id(tag));
+        std::fs::create_dir(&dir).expect("a directory for the FIFOs");
+        FifoDir(dir)
+    }
+
+    /// A new FIFO `name` in the directory.
+    fn fifo(&self, name: &str) -> std::path::PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        let p = self.0.join(name);
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).expect("no NUL in the path");
+        // SAFETY: mkfifo reads the NUL-terminated path, which lives across
+        // the call.
+        let r = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(
+            r,
+            0,
+            "mkfifo {}: {}",
+            p.display(),
+            std::io::Error::last_os_error()
+        );
+        p
+    }
+}
+
+impl Drop for FifoDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `n` PEs on `h` hosts of `conduit` (oshrun places PEs on hosts in
+/// blocks, so PE 1 shares the first host with PE 0): PE 1 fails by `kind`
+/// (`fault relay`). On every other host, the PEs that finalize learn of
+/// the failure only from the first PE of their host, which waits and
+/// leaves when it learns of it off-node. Every PE but PE 1 must say it
+/// detected the failure of PE 1, within the bound, and blame no other
+/// PE; those that finalized must have learnt of it there.
+fn relay(conduit: &str, env: &[(&str, &str)], n: usize, h: usize, kind: &str) {
+    let id = unique_job_id("rl");
+    let what = format!("{conduit} {n} PEs on {h} hosts, PE 1 {kind}");
+    let fifos = FifoDir::new("rl");
+    let (hold, go) = (fifos.fifo("hold"), fifos.fifo("go"));
+    let holding = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&hold)
+        .expect("open the hold FIFO");
+    let mut cmd = oshrun_cmd(&["-n", &n.to_string(), "--hosts", &h.to_string()]);
+    cmd.args([
+        "--host-net",
+        "loopback",
+        "--conduit",
+        conduit,
+        "--job-id",
+        &id,
+    ]);
+    cmd.args(["sh", "-c", HOLD, "sh"]).arg(example("fault"));
+    cmd.arg("relay").arg(kind).arg(&go);
+    // The bound is on detection, not on PE 1 symbolising its panic's
+    // backtrace, which took 20 s once on a loaded machine.
+    cmd.env("FAULT_HOLD", &hold).env("RUST_BACKTRACE", "0");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = spawn(&mut cmd);
+    // PE 1 is ready to fail, and every other PE is about to wait or to
+    // finalize (the call that learns of the failure comes next).
+    let mut pid1 = None;
+    // Whether each PE waits (`true`) or finalizes.
+    let mut waits: Vec<Option<bool>> = vec![None; n];
+    waits[1] = Some(false);
+    let mut ready = false;
+    while !ready || waits.iter().any(Option::is_none) {
+        let Some(l) = child.wait_line(LINE_WAIT, |l| l.starts_with("fault: PE ")) else {
+            panic!("{what}: {:?}", finish(child, LINE_WAIT));
+        };
+        let rest = &l["fault: PE ".len()..];
+        let (pe, rest) = rest.split_once(' ').expect("a PE number");
+        let pe: usize = pe.parse().expect("a PE number");
+        match rest {
+            "waiting" => waits[pe] = Some(true),
+            "finalizing" => waits[pe] = Some(false),
+            "ready to fail" => ready = true,
+            r if r.starts_with("pid ") && pe == 1 => {
+                pid1 = r.split(' ').nth(1).and_then(|p| p.parse::<i32>().ok());
+            }
+            _ => {}
+        }
+    }
+    let mut failed_at = now_ms();
+    if kind == "kill" {
+        let pid = pid1.expect("PE 1's pid");
+        send_signal(pid, libc::SIGKILL).expect("SIGKILL to PE 1");
+    } else {
+        // Opening for writing meets PE 1's open for reading.
+        drop(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&go)
+                .expect("open the go FIFO"),
+        );
+    }
+    let mut detected = vec![false; n];
+    detected[1] = true;
+    while detected.iter().any(|&d| !d) {
+        let Some(l) = child.wait_line(LINE_WAIT, |l| l.contains(" detected at ")) else {
+            panic!("{what}: {:?}", finish(child, LINE_WAIT));
+        };
+        let pe: usize = l["fault: PE ".len()..]
+            .split(' ')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a PE number");
+        detected[pe] = true;
+    }
+    drop(holding);
+    let out = finish(child, Duration::from_secs(30));
+    let ctx = format!("{what}: {out:?}");
+    assert_ne!(out.code(), Some(0), "{ctx}");
+    if let Some(t) = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("fault: PE 1 failing at "))
+    {
+        failed_at = t.trim().parse().expect("a time");
+    }
+    for pe in (0..n).filter(|&p| p != 1) {
+        let tag = format!("fault: PE {pe} detected at ");
+        let lines: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with(&tag)).collect();
+        assert_eq!(lines.len(), 1, "PE {pe}: {ctx}");
+        let (at, msg) = lines[0][tag.len()..].split_once(':').expect("a time");
+        let at: u128 = at.parse().expect("a time");
+        // The PE that failed is named, and no other (not the PE of this
+        // host that left because of it).
+        assert_eq!(
+            failed_pes(msg),
+            [1],
+            "PE {pe} blames another PE: {msg:?}: {ctx}"
+        );
+        if waits[pe] == Some(false) {
+            assert!(msg.contains("shmem_finalize"), "PE {pe}: {msg:?}: {ctx}");
+        }
+        assert!(
+            at.saturating_sub(failed_at) < STOP_BOUND_MS,
+            "PE {pe} detected the failure {} ms after it: {ctx}",
+            at.saturating_sub(failed_at)
+        );
+    }
+    assert!(
+        out.stderr.contains("oshrun: PE 1 (pid") || out.stderr.contains("after PE 1 failed"),
+        "oshrun does not name PE 1: {ctx}"
+    );
+    assert!(pe_pids(&id, None).is_empty(), "{ctx}: processes left");
+    assert!(shm_files(&id).is_empty(), "{ctx}: {:?}", shm_files(&id));
+}
+
+/// The PEs a message says failed (`PE r failed`), in order.
+fn failed_pes(msg: &str) -> Vec<usize> {
+    msg.match_indices("PE ")
+        .filter_map(|(i, _)| {
+            let rest = &msg[i + 3..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let pe = rest[..digits].parse().ok()?;
+            rest[digits..].starts_with(" failed").then_some(pe)
+        })
+        .collect()
+}
+
+/// (PEs, hosts) of the relay jobs: every host holds a PE that waits and
+/// at least one that finalizes.
+const RELAY_SHAPES: [(usize, usize); 3] = [(4, 2), (6, 3), (6, 2)];
+
+/// 2 and 3 hosts on ipv6 (`[::1]`): PE 1 crashes or is killed; the PEs of
+/// the other hosts that learn of it through shared memory, from a PE of
+/// their host that left because of it, name PE 1, not that PE.
+#[test]
+fn pes_that_learn_of_an_off_node_failure_from_their_host_name_the_failed_pe() {
+    for (n, h) in RELAY_SHAPES {
+        for kind in KINDS {
+            relay("ipv6", &[], n, h, kind);
+        }
+    }
+}
+
+/// The same on ofi (libfabric's tcp provider over `lo`), whose jobs of
+/// several hosts share the router with ipv6.
+#[test]
+fn pes_that_learn_of_an_off_node_failure_from_their_host_name_the_failed_pe_on_ofi() {
+    let env = [
+        ("FSHMEM_OFI_PROVIDER", "tcp;ofi_rxm"),
+        ("FSHMEM_OFI_DOMAIN", "lo"),
+    ];
+    for (n, h) in RELAY_SHAPES {
+        for kind in ["kill", "exit3"] {
+            relay("ofi", &env, n, h, kind);
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! by its target PE; handlers are registered in both conduits, and the
 //! on-node one, which names local ranks, is wrapped to show job ranks.
 
-use super::{OFF_POLL_EVERY, Path, Routed};
+use super::{OFF_POLL_EVERY, OnNode, Path, Routed};
 use crate::contract::{ActiveMessages, Conduit};
 use crate::error::Result;
 use crate::{Category, HandlerFn};
@@ -49,7 +49,7 @@ impl ReplySink for Forward<'_, '_> {
     }
 }
 
-impl<On: Conduit, Off: Conduit> ActiveMessages for Routed<On, Off> {
+impl<On: OnNode, Off: Conduit> ActiveMessages for Routed<On, Off> {
     fn am_request(
         &self,
         pe: usize,
@@ -66,7 +66,8 @@ impl<On: Conduit, Off: Conduit> ActiveMessages for Routed<On, Off> {
                 .map_err(|e| self.lift(e)),
             Path::Off => self
                 .off
-                .am_request(pe, category, handler, args, payload, offset),
+                .am_request(pe, category, handler, args, payload, offset)
+                .map_err(|e| self.off_err(e)),
         }
     }
 
@@ -94,7 +95,7 @@ impl<On: Conduit, Off: Conduit> ActiveMessages for Routed<On, Off> {
             .fetch_add(1, Ordering::Relaxed)
             .is_multiple_of(OFF_POLL_EVERY)
         {
-            served |= self.off.poll_served()?;
+            served |= self.off.poll_served().map_err(|e| self.off_err(e))?;
         }
         Ok(served)
     }

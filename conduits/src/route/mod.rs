@@ -21,6 +21,11 @@
 //!   load and one branch); on-node calls name the local rank, and errors
 //!   coming back name job ranks again. A context is a pair of contexts,
 //!   one per conduit; `fence` and `quiet` cover both.
+//! - Failure (§10.4): a peer failure the off-node conduit reports is
+//!   recorded in the on-node conduit as this PE's cause
+//!   ([`OnNode::note_cause`]), and an on-node failure traced to a PE of
+//!   this host that recorded a PE of another host names that PE, so that
+//!   the PEs of a host that see one of them leave name the PE that failed.
 //! - Atomics (§10.5): when both conduits apply atomics as CPU atomic
 //!   instructions on the mapped segment ([`crate::contract::Rma::cpu_atomics`]), each PE
 //!   uses its own path; otherwise every atomic (and every signal update)
@@ -48,6 +53,7 @@ use crate::contract::{
 };
 use crate::error::{ConduitError, Result};
 use crate::job::JobEnv;
+use crate::liveness::Cause;
 use crate::{ConduitKind, Settings};
 use ctx::{CtxPair, LIVE};
 use std::sync::Arc;
@@ -81,6 +87,17 @@ pub trait OnNode: Conduit {
     /// next time it enters the conduit; returns (the router then reaches
     /// the other hosts).
     fn post_exit(&self, status: i32, from: usize);
+
+    /// Records, where the PEs of this host find it, that this PE leaves
+    /// because the PE `cause` names failed (the off-node conduit found
+    /// it), unless this PE recorded a cause already: a PE of this host
+    /// that finds this PE gone then names that PE (`spec/conduit.md` §7).
+    fn note_cause(&self, cause: Cause);
+
+    /// The PE of another host (its job rank) that PE `local` of this host
+    /// recorded as the reason it left ([`OnNode::note_cause`]), if that is
+    /// what it recorded.
+    fn off_node_cause(&self, local: usize) -> Option<usize>;
 }
 
 /// A conduit that can carry the traffic between hosts: it joins through a
@@ -104,6 +121,14 @@ impl OnNode for crate::smp::SmpConduit {
 
     fn post_exit(&self, status: i32, from: usize) {
         self.post_global_exit(status, from);
+    }
+
+    fn note_cause(&self, cause: Cause) {
+        crate::smp::SmpConduit::note_cause(self, cause);
+    }
+
+    fn off_node_cause(&self, local: usize) -> Option<usize> {
+        crate::smp::SmpConduit::off_node_cause(self, local)
     }
 }
 
@@ -339,9 +364,13 @@ impl<On, Off> Routed<On, Off> {
     fn slot(&self, ctx: CtxId) -> &CtxPair {
         &self.ctxs[ctx.index()]
     }
+}
 
+impl<On: OnNode, Off> Routed<On, Off> {
     /// An error of the on-node conduit, whose PEs are local ranks, with
-    /// job ranks instead.
+    /// job ranks instead. A failure it traced to a PE of this host that
+    /// left because of a PE of another host ([`OnNode::off_node_cause`])
+    /// names that PE.
     #[cold]
     pub(crate) fn lift(&self, e: ConduitError) -> ConduitError {
         let job = |l: usize| self.locals.get(l).copied().unwrap_or(l);
@@ -366,12 +395,36 @@ impl<On, Off> Routed<On, Off> {
                 offset,
                 align,
             },
-            ConduitError::PeerFailed { pe, reason } => ConduitError::PeerFailed {
-                pe: job(pe),
-                reason,
+            ConduitError::PeerFailed { pe, reason } => match self.on.off_node_cause(pe) {
+                Some(root) if root < self.size && root != self.rank => ConduitError::PeerFailed {
+                    pe: root,
+                    reason: format!("PE {} left the job after seeing it fail", job(pe)),
+                },
+                _ => ConduitError::PeerFailed {
+                    pe: job(pe),
+                    reason,
+                },
             },
             other => other,
         }
+    }
+
+    /// An error of the off-node conduit, returned as it is. A peer's
+    /// failure is first recorded in the on-node conduit as the reason
+    /// this PE leaves ([`OnNode::note_cause`]): the PEs of this host may
+    /// learn of it only from this PE's departure.
+    #[cold]
+    pub(crate) fn off_err(&self, e: ConduitError) -> ConduitError {
+        if let ConduitError::PeerFailed { pe, .. } = e
+            && pe != self.rank
+        {
+            match self.route.get(pe) {
+                Some(&OFF) => self.on.note_cause(Cause::OffNode(pe)),
+                Some(&l) => self.on.note_cause(Cause::OnNode(l as usize)),
+                None => {}
+            }
+        }
+        e
     }
 }
 
@@ -424,18 +477,18 @@ impl<On: Conduit, Off: Conduit> Segments for Routed<On, Off> {
 /// inbound queue) before it can arrive. So every job-wide step first meets
 /// the host's PEs in the on-node barrier, which serves the queue while it
 /// waits; past it, no PE of the host issues more.
-impl<On: Conduit, Off: Conduit> JobBootstrap for Routed<On, Off> {
+impl<On: OnNode, Off: Conduit> JobBootstrap for Routed<On, Off> {
     /// The host's barrier, then the off-node conduit's, which spans every
     /// PE, after this PE's on-node operations completed.
     fn barrier(&self) -> Result<()> {
         self.on.quiet(CtxId::DEFAULT).map_err(|e| self.lift(e))?;
         self.on.barrier().map_err(|e| self.lift(e))?;
-        self.off.barrier()
+        self.off.barrier().map_err(|e| self.off_err(e))
     }
 
     fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
         self.on.barrier().map_err(|e| self.lift(e))?;
-        self.off.exchange(mine)
+        self.off.exchange(mine).map_err(|e| self.off_err(e))
     }
 }
 
@@ -455,8 +508,10 @@ impl<On: OnNode, Off: OffNode> Lifecycle for Routed<On, Off> {
     fn finalize(&self) -> Result<()> {
         self.on.quiet(CtxId::DEFAULT).map_err(|e| self.lift(e))?;
         self.on.barrier().map_err(|e| self.lift(e))?;
-        self.off.quiet(CtxId::DEFAULT)?;
-        self.off.finalize()?;
+        self.off
+            .quiet(CtxId::DEFAULT)
+            .and_then(|()| self.off.finalize())
+            .map_err(|e| self.off_err(e))?;
         self.on.finalize().map_err(|e| self.lift(e))
     }
 
@@ -477,5 +532,87 @@ impl<On: OnNode, Off: OffNode> Lifecycle for Routed<On, Off> {
             self.locals,
             self.hosts.describe()
         )
+    }
+}
+
+#[cfg(all(test, feature = "smp"))]
+mod tests {
+    use super::*;
+    use crate::smp::SmpConduit;
+
+    /// The router of job rank `rank` around its host's conduit `on`, with
+    /// no off-node conduit: what `lift` and `off_err` need.
+    fn routed(rank: usize, on: SmpConduit, hosts: &Hosts) -> Routed<SmpConduit, ()> {
+        let host = hosts.host_of(rank);
+        let route = (0..hosts.size())
+            .map(|pe| match hosts.host_of(pe) == host {
+                true => hosts.local_rank(pe) as u32,
+                false => OFF,
+            })
+            .collect();
+        Routed {
+            on,
+            off: (),
+            rank,
+            size: hosts.size(),
+            route,
+            locals: hosts.members(host).to_vec().into(),
+            hosts: hosts.clone(),
+            atomics_on_node: true,
+            ctxs: Box::new([CtxPair::default()]),
+            polls: AtomicU32::new(0),
+        }
+    }
+
+    /// Job ranks 1 and 3 share a host, 0 and 2 are off-node. PE 1 learns
+    /// off-node that PE 0 failed and leaves; PE 3, waiting for it in the
+    /// host's barrier, names PE 0, not PE 1, and records PE 0 too.
+    #[test]
+    fn a_failure_found_off_node_is_named_by_the_pes_of_the_host_that_see_its_finder_leave() {
+        let hosts = Hosts::from_keys(&["a", "b", "a", "b"]);
+        let id = format!("troute{}x{}", std::process::id(), line!());
+        let host_job = |rank: usize| JobEnv {
+            rank: hosts.local_rank(rank),
+            size: 2,
+            job_id: id.clone(),
+            conduit: ConduitKind::Smp,
+            bootstrap: bootstrap::Service::Missing,
+        };
+        let found = |pe: usize| ConduitError::PeerFailed {
+            pe,
+            reason: "it vanished".to_string(),
+        };
+        let (left, waited) = std::thread::scope(|s| {
+            let finder = s.spawn(|| {
+                let r = routed(
+                    1,
+                    SmpConduit::attach_len(&host_job(1), 4096).unwrap(),
+                    &hosts,
+                );
+                let e = r.off_err(found(0));
+                // A later failure does not replace the first.
+                r.off_err(found(2));
+                // `r` is dropped unfinalized: this PE leaves.
+                (e, r.on.off_node_cause(0))
+            });
+            let waiter = s.spawn(|| {
+                let r = routed(
+                    3,
+                    SmpConduit::attach_len(&host_job(3), 4096).unwrap(),
+                    &hosts,
+                );
+                let e = r.on.barrier().map_err(|e| r.lift(e));
+                (e, r.on.off_node_cause(1))
+            });
+            (finder.join().unwrap(), waiter.join().unwrap())
+        });
+        assert_eq!(left, (found(0), Some(0)));
+        match waited {
+            (Err(ConduitError::PeerFailed { pe: 0, reason }), Some(0)) => {
+                assert_eq!(reason, "PE 1 left the job after seeing it fail");
+            }
+            other => panic!("expected PE 0 named and recorded, got {other:?}"),
+        }
+        assert!(crate::smp::job_files(&id).is_empty());
     }
 }

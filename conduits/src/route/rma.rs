@@ -4,13 +4,13 @@
 //! cover both.
 
 use super::ctx::{BUSY, FREE, LIVE};
-use super::{MAX_CONTEXTS, Path, Routed};
+use super::{MAX_CONTEXTS, OnNode, Path, Routed};
 use crate::contract::{Conduit, CtxId, Rma, Segments, SignalOp};
 use crate::error::{ConduitError, Result};
 use crate::{AmoOp, AmoWidth};
 use std::sync::atomic::Ordering;
 
-impl<On, Off: Conduit> Routed<On, Off> {
+impl<On: OnNode, Off: Conduit> Routed<On, Off> {
     /// Quiets off-node context `c_off` of router context `ctx` unless
     /// every off-node operation counted on `ctx` is complete.
     ///
@@ -27,13 +27,13 @@ impl<On, Off: Conduit> Routed<On, Off> {
         let Some(issued) = p.off_pending() else {
             return Ok(());
         };
-        self.off.quiet(c_off)?;
+        self.off.quiet(c_off).map_err(|e| self.off_err(e))?;
         p.off_quieted.fetch_max(issued, Ordering::Release);
         Ok(())
     }
 }
 
-impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
+impl<On: OnNode, Off: Conduit> Rma for Routed<On, Off> {
     fn ctx_create(&self) -> Result<CtxId> {
         for (i, p) in self.ctxs.iter().enumerate().skip(1) {
             if p.state
@@ -54,7 +54,7 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
                 Err(e) => {
                     let _ = self.on.ctx_destroy(on);
                     p.state.store(FREE, Ordering::Release);
-                    return Err(e);
+                    return Err(self.off_err(e));
                 }
             };
             p.on.store(on.0, Ordering::Relaxed);
@@ -81,7 +81,7 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
             return Err(ConduitError::NoContext { ctx: ctx.0 });
         }
         let r_on = self.on.ctx_destroy(on).map_err(|e| self.lift(e));
-        let r_off = self.off.ctx_destroy(off);
+        let r_off = self.off.ctx_destroy(off).map_err(|e| self.off_err(e));
         p.state.store(FREE, Ordering::Release);
         r_on.and(r_off)
     }
@@ -91,9 +91,11 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
         let (c_on, c_off) = self.pair(ctx)?;
         match self.path(pe)? {
             Path::On(l) => self.on.put(c_on, l, offset, src).map_err(|e| self.lift(e)),
-            Path::Off => self
-                .slot(ctx)
-                .issued_off(self.off.put(c_off, pe, offset, src)),
+            Path::Off => self.slot(ctx).issued_off(
+                self.off
+                    .put(c_off, pe, offset, src)
+                    .map_err(|e| self.off_err(e)),
+            ),
         }
     }
 
@@ -117,7 +119,7 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
             Path::Off => {
                 // SAFETY: as above, for `c_off`.
                 let r = unsafe { self.off.put_nbi(c_off, pe, offset, src, len) };
-                self.slot(ctx).issued_off(r)
+                self.slot(ctx).issued_off(r.map_err(|e| self.off_err(e)))
             }
         }
     }
@@ -127,7 +129,10 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
         let (c_on, c_off) = self.pair(ctx)?;
         match self.path(pe)? {
             Path::On(l) => self.on.get(c_on, l, offset, dst).map_err(|e| self.lift(e)),
-            Path::Off => self.off.get(c_off, pe, offset, dst),
+            Path::Off => self
+                .off
+                .get(c_off, pe, offset, dst)
+                .map_err(|e| self.off_err(e)),
         }
     }
 
@@ -151,7 +156,7 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
             Path::Off => {
                 // SAFETY: as above, for `c_off`.
                 let r = unsafe { self.off.get_nbi(c_off, pe, offset, dst, len) };
-                self.slot(ctx).issued_off(r)
+                self.slot(ctx).issued_off(r.map_err(|e| self.off_err(e)))
             }
         }
     }
@@ -175,7 +180,8 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
                 .map_err(|e| self.lift(e)),
             _ => self.slot(ctx).issued_off(
                 self.off
-                    .atomic(c_off, pe, offset, op, width, operand, compare),
+                    .atomic(c_off, pe, offset, op, width, operand, compare)
+                    .map_err(|e| self.off_err(e)),
             ),
         }
     }
@@ -213,11 +219,14 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
                     sig_value,
                     0,
                 );
-                self.slot(ctx).issued_off(r).map(drop)
+                self.slot(ctx)
+                    .issued_off(r.map_err(|e| self.off_err(e)))
+                    .map(drop)
             }
             Path::Off => self.slot(ctx).issued_off(
                 self.off
-                    .put_signal(c_off, pe, offset, src, sig_offset, sig_op, sig_value),
+                    .put_signal(c_off, pe, offset, src, sig_offset, sig_op, sig_value)
+                    .map_err(|e| self.off_err(e)),
             ),
         }
     }
@@ -233,7 +242,7 @@ impl<On: Conduit, Off: Conduit> Rma for Routed<On, Off> {
         if self.atomics_on_node {
             self.on.fence(c_on).map_err(|e| self.lift(e))?;
             match self.slot(ctx).off_pending() {
-                Some(_) => self.off.fence(c_off),
+                Some(_) => self.off.fence(c_off).map_err(|e| self.off_err(e)),
                 None => Ok(()),
             }
         } else {

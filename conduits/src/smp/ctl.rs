@@ -6,7 +6,7 @@
 //! | offset | size | content |
 //! |---|---|---|
 //! | 0 | 4096 | header: magic (published last), layout version, job size, segment length, total bytes, creator pid; the bootstrap barrier's arrival count and generation and the global-exit word, each on its own cache line |
-//! | 4096 | 64 n | per PE: pid, state (0 absent, 1 attached, 2 finalized, 3 failed) |
+//! | 4096 | 64 n | per PE: pid, state (0 absent, 1 attached, 2 finalized, 3 failed), cause (why it leaves: see [`Ctl::cause`]) |
 //! | … | 1088 n | exchange slots: length word, then up to 1 KiB |
 //! | … | n ring_bytes(REQUEST_SLOTS) | each PE's inbound request ring |
 //! | … | n ring_bytes(REPLY_SLOTS) | each PE's inbound reply ring |
@@ -16,7 +16,8 @@
 //! two PEs each blocked replying into the other's full ring.
 
 use super::ring::{Ring, ring_bytes};
-use std::sync::atomic::AtomicU64;
+use crate::liveness::Cause;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// "FSHMEMC" + layout version 1; written last by rank 0 to publish the block.
 pub(crate) const MAGIC: u64 = 0x4653_484d_454d_4301;
@@ -42,6 +43,10 @@ pub(crate) mod state {
     /// Failed (panicked with the conduit alive).
     pub(crate) const FAILED: u64 = 3;
 }
+
+/// Bit 63 of a cause word: the rest is the job rank of a PE of another
+/// host ([`Cause::OffNode`]), not a local rank plus one.
+const CAUSE_OFF_NODE: u64 = 1 << 63;
 
 /// Word indices (u64) into the header.
 mod hdr {
@@ -160,12 +165,38 @@ impl Ctl {
         assert!(pe < self.layout.n);
         self.word(self.layout.pes + pe * PE_BYTES + 8)
     }
-    /// Zero, or `root + 1` once `pe` found that PE `root` failed: `pe` is
-    /// about to leave because of it, so a PE that sees `pe` gone blames
-    /// `root`, not `pe`.
-    pub(crate) fn cause(&self, pe: usize) -> &AtomicU64 {
+    /// `pe`'s cause word: zero, or what `pe` found failed before it left
+    /// because of it, so that a PE that sees `pe` gone blames that PE, not
+    /// `pe`: `root + 1` for PE `root` of this block's job (a local rank,
+    /// in a routed job), or bit 63 and the job rank of a PE of another
+    /// host, which the off-node conduit of a routed job found failed.
+    fn cause_word(&self, pe: usize) -> &AtomicU64 {
         assert!(pe < self.layout.n);
         self.word(self.layout.pes + pe * PE_BYTES + 16)
+    }
+
+    /// What `pe` recorded as the reason it leaves (its cause word), if
+    /// anything.
+    pub(crate) fn cause(&self, pe: usize) -> Option<Cause> {
+        match self.cause_word(pe).load(Ordering::Acquire) {
+            0 => None,
+            w if w & CAUSE_OFF_NODE != 0 => usize::try_from(w & !CAUSE_OFF_NODE)
+                .ok()
+                .map(Cause::OffNode),
+            w => usize::try_from(w - 1).ok().map(Cause::OnNode),
+        }
+    }
+
+    /// Records `cause` as the reason `pe` leaves, unless `pe` recorded
+    /// one already (the first failure found is the one that counts).
+    pub(crate) fn set_cause(&self, pe: usize, cause: Cause) {
+        let w = match cause {
+            Cause::OnNode(l) => l as u64 + 1,
+            Cause::OffNode(j) => CAUSE_OFF_NODE | j as u64,
+        };
+        let _ = self
+            .cause_word(pe)
+            .compare_exchange(0, w, Ordering::AcqRel, Ordering::Acquire);
     }
 
     /// Length word of `pe`'s exchange slot.
@@ -214,6 +245,26 @@ impl Ctl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cause_is_recorded_once_on_node_or_off_node() {
+        let layout = Layout::new(3);
+        let mut block = memmap2::MmapMut::map_anon(layout.total).unwrap();
+        // SAFETY: the mapping is page aligned, `layout.total` bytes long,
+        // zeroed, and outlives the view.
+        let c = unsafe { Ctl::at(block.as_mut_ptr(), layout) };
+        assert_eq!(c.cause(0), None);
+        c.set_cause(0, Cause::OnNode(0));
+        c.set_cause(0, Cause::OnNode(2));
+        assert_eq!(c.cause(0), Some(Cause::OnNode(0)), "the first one stays");
+        let far = (1 << 40) + 5;
+        c.set_cause(1, Cause::OffNode(far));
+        c.set_cause(1, Cause::OnNode(0));
+        assert_eq!(c.cause(1), Some(Cause::OffNode(far)));
+        c.set_cause(2, Cause::OffNode(0));
+        assert_eq!(c.cause(2), Some(Cause::OffNode(0)));
+        drop(block);
+    }
 
     #[test]
     fn parts_are_aligned_and_disjoint() {

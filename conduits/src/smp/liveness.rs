@@ -81,10 +81,17 @@ impl SmpConduit {
     /// saw another PE fail first. Follows the recorded causes (at most one
     /// step per PE) to the PE that failed first, records it as this PE's own
     /// cause, and returns the error naming it.
+    ///
+    /// In a routed job the trail may end at a PE of this host that left
+    /// because of a PE of another host ([`Cause::OffNode`]): the error
+    /// names the PE of this host, whose record the router reads to name
+    /// the other one ([`SmpConduit::off_node_cause`]), and this PE records
+    /// the same PE of another host.
     pub(super) fn root_cause(&self, pe: usize, found: ConduitError) -> ConduitError {
-        let root = root_of(pe, self.rank, self.size, |q| {
-            let c = self.ctl.cause(q).load(Ordering::Acquire);
-            usize::try_from(c.checked_sub(1)?).ok()
+        let root = root_of(pe, self.rank, self.size, |q| match self.ctl.cause(q) {
+            Some(Cause::OnNode(l)) => Some(l),
+            // Nothing recorded, or a PE this block does not hold.
+            Some(Cause::OffNode(_)) | None => None,
         });
         let err = if root == pe {
             found
@@ -97,13 +104,37 @@ impl SmpConduit {
                 },
             }
         };
-        let _ = self.ctl.cause(self.rank).compare_exchange(
-            0,
-            root as u64 + 1,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        );
+        let mine = match self.ctl.cause(root) {
+            Some(far @ Cause::OffNode(_)) => far,
+            _ => Cause::OnNode(root),
+        };
+        self.ctl.set_cause(self.rank, mine);
         err
+    }
+
+    /// Records that this PE leaves because of `cause`, found by another
+    /// conduit (a routed job's off-node conduit), unless it recorded a
+    /// cause already: a PE of this host that finds this PE gone then
+    /// names that PE, not this one.
+    pub(crate) fn note_cause(&self, cause: Cause) {
+        if let Cause::OnNode(l) = cause
+            && (l >= self.size || l == self.rank)
+        {
+            return;
+        }
+        self.ctl.set_cause(self.rank, cause);
+    }
+
+    /// The PE of another host (its job rank) that PE `pe` of this job
+    /// recorded as the reason it left, if that is what it recorded.
+    pub(crate) fn off_node_cause(&self, pe: usize) -> Option<usize> {
+        if pe >= self.size {
+            return None;
+        }
+        match self.ctl.cause(pe) {
+            Some(Cause::OffNode(j)) => Some(j),
+            _ => None,
+        }
     }
 
     /// Checks every peer, reporting a PE that died or failed in preference

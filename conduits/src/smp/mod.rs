@@ -85,7 +85,7 @@ use crate::contract::{
 };
 use crate::error::{ConduitError, Result, check_pe, check_range, check_word};
 use crate::job::JobEnv;
-use crate::liveness::{process_alive, root_of};
+use crate::liveness::{Cause, process_alive, root_of};
 use crate::wait::Backoff;
 use ctl::{Ctl, Layout, state};
 use gasnet_core::am::check_shape;

@@ -301,6 +301,62 @@ fn peer_that_left_fails_the_barrier() {
     assert!(job_files(&id).is_empty());
 }
 
+/// PE 2 leaves because a PE of another host (job rank 9 of a routed job)
+/// failed; PE 1 finds it gone, records the same PE and leaves; PE 0 finds
+/// PE 1 gone and names it (as its record holds PE 9, the router's `lift`
+/// then names PE 9) and records PE 9 too.
+#[test]
+fn a_pe_of_another_host_recorded_as_a_cause_is_followed_and_passed_on() {
+    let id = unique_id("o");
+    let results: Vec<(Result<()>, Option<usize>)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..3)
+            .map(|r| {
+                let id = &id;
+                s.spawn(move || {
+                    let c = SmpConduit::attach_len(&job(r, 3, id), 4096).unwrap();
+                    if r == 2 {
+                        c.note_cause(Cause::OffNode(9));
+                        c.note_cause(Cause::OffNode(8));
+                        return (Ok(()), c.off_node_cause(2));
+                    }
+                    if r == 0 {
+                        // Once PE 1 has left too.
+                        while c.ctl.state(1).load(Ordering::Acquire) == state::ATTACHED {
+                            std::thread::yield_now();
+                        }
+                    }
+                    let e = c.barrier();
+                    let named = match &e {
+                        Err(ConduitError::PeerFailed { pe, .. }) => c.off_node_cause(*pe),
+                        _ => None,
+                    };
+                    let mine = c.ctl.cause(r);
+                    (e, named.filter(|_| mine == Some(Cause::OffNode(9))))
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(results[2], (Ok(()), Some(9)), "the first cause stays");
+    assert!(
+        matches!(
+            results[1],
+            (Err(ConduitError::PeerFailed { pe: 2, .. }), Some(9))
+        ),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        matches!(
+            results[0],
+            (Err(ConduitError::PeerFailed { pe: 1, .. }), Some(9))
+        ),
+        "{:?}",
+        results[0]
+    );
+    assert!(job_files(&id).is_empty());
+}
+
 #[test]
 fn stale_files_give_a_clear_error() {
     let id = unique_id("s");
