@@ -314,6 +314,9 @@ impl Ipv6Conduit {
             failed: Mutex::new(None),
             failed_flag: AtomicBool::new(false),
             exit_status: AtomicI64::new(NO_EXIT),
+            epoch: Instant::now(),
+            last_step_us: AtomicU64::new(0),
+            stall_reported: AtomicBool::new(false),
             print_stats: settings.ipv6_stats,
         });
         shared.ctxs[CtxId::DEFAULT.index()]
@@ -352,7 +355,7 @@ impl Ipv6Conduit {
         let (c2, s2, b2) = (core.clone(), shared.clone(), boot.clone());
         let thread = std::thread::Builder::new()
             .name(format!("fshmem-progress-{rank}"))
-            .spawn(move || progress::run(c2, s2, b2, rank))?;
+            .spawn(move || progress::run(c2, s2, b2, rank, sock_fd))?;
         let c = Ipv6Conduit {
             rank,
             size,

@@ -76,6 +76,12 @@ const PARK: Duration = Duration::from_micros(500);
 /// How often the progress thread asks the bootstrap service for failures.
 const BOOT_CHECK: Duration = Duration::from_millis(20);
 
+/// How long the core may go without a step before the progress thread
+/// reports it: nothing then reads the socket, and peers will soon find
+/// this PE silent (`FSHMEM_PEER_TIMEOUT`). The report says which thread
+/// holds the core, so that such a stall is never only a peer's "failed".
+pub(crate) const STALL_REPORT: Duration = Duration::from_secs(2);
+
 /// The PE's bootstrap service, shared with the progress thread.
 pub(crate) type BootRef = Arc<Mutex<Box<dyn crate::bootstrap::Bootstrap>>>;
 
@@ -220,6 +226,8 @@ impl Core {
     /// datagrams out, timers. Returns whether anything happened.
     pub(crate) fn step(&mut self, sh: &Shared) -> bool {
         let now = Instant::now();
+        sh.last_step_us
+            .store(micros_since(sh.epoch, now), Ordering::Relaxed);
         let mut work = self.take_queued(sh);
         let fd = self.sock.as_raw_fd();
         for _ in 0..RECV_ROUNDS {
@@ -436,11 +444,17 @@ pub(crate) fn try_lock<'a>(m: &'a Mutex<Core>, sh: &'a Shared) -> Option<Held<'a
 /// It never waits for the bootstrap's lock: an application thread holds
 /// it through a whole bootstrap collective (finalize's barrier, say), and
 /// a peer may need this PE's answers before it can join that collective.
-pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: usize) {
-    let sock_fd = lock(&core, &sh).sock_fd();
+pub(crate) fn run(
+    core: Arc<Mutex<Core>>,
+    sh: Arc<Shared>,
+    boot: BootRef,
+    rank: usize,
+    sock_fd: i32,
+) {
     let mut last_work = Instant::now();
     let mut last_boot_check = Instant::now();
     let mut app_polls = sh.app_polls.load(Ordering::Relaxed);
+    let mut last_loop = Instant::now();
     loop {
         // A failure the bootstrap service announced (a PE vanished).
         if last_boot_check.elapsed() >= BOOT_CHECK {
@@ -451,6 +465,13 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
                 sh.fail(e);
             }
         }
+        // (Only while this thread itself has been running: a process
+        // that was stopped or not scheduled has not stalled.)
+        let t = Instant::now();
+        if t.saturating_duration_since(last_loop) < STALL_REPORT / 16 {
+            stall_check(&core, &sh, rank);
+        }
+        last_loop = t;
         if sh.stop.load(Ordering::Acquire) {
             if sh.print_stats {
                 let c = lock(&core, &sh);
@@ -481,7 +502,9 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
             std::thread::yield_now();
             continue;
         }
-        let timeout = lock(&core, &sh).idle_for(MAX_SLEEP);
+        // Never waits for the core: a thread that holds it is stepping it
+        // (or stalled, which stall_check must still be able to report).
+        let timeout = try_lock(&core, &sh).map_or(PARK, |c| c.idle_for(MAX_SLEEP));
         if !timeout.is_zero() && sh.drivers.load(Ordering::Acquire) == 0 {
             super::net::wait_readable(Some(sock_fd), sh.wake.fd(), timeout);
             sh.wake.clear();
@@ -489,4 +512,34 @@ pub(crate) fn run(core: Arc<Mutex<Core>>, sh: Arc<Shared>, boot: BootRef, rank: 
         // Whatever woke us is likely the start of more traffic.
         last_work = Instant::now();
     }
+}
+
+/// Microseconds from `epoch` to `t`.
+fn micros_since(epoch: Instant, t: Instant) -> u64 {
+    u64::try_from(t.saturating_duration_since(epoch).as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Reports, once, a core that no thread has stepped for [`STALL_REPORT`]
+/// (see there): who holds its lock, and how many application threads
+/// are driving it.
+fn stall_check(core: &Mutex<Core>, sh: &Shared, rank: usize) {
+    let now = micros_since(sh.epoch, Instant::now());
+    let last = sh.last_step_us.load(Ordering::Relaxed);
+    let idle = Duration::from_micros(now.saturating_sub(last));
+    if idle < STALL_REPORT || sh.stall_reported.load(Ordering::Relaxed) {
+        return;
+    }
+    sh.stall_reported.store(true, Ordering::Relaxed);
+    let lock = match core.try_lock() {
+        Ok(_) => "free",
+        Err(std::sync::TryLockError::WouldBlock) => "held by another thread",
+        Err(std::sync::TryLockError::Poisoned(_)) => "poisoned",
+    };
+    crate::report!(
+        "fshmem ipv6: PE {rank}: warning: no thread has stepped its progress engine for {:.1} s \
+         (core lock {lock}, {} application threads driving it): its socket is not read, and \
+         peers will find it silent after FSHMEM_PEER_TIMEOUT",
+        idle.as_secs_f64(),
+        sh.drivers.load(Ordering::Relaxed)
+    );
 }

@@ -57,6 +57,14 @@ pub(crate) struct Shared {
     pub(super) failed: Mutex<Option<ConduitError>>,
     pub(super) failed_flag: AtomicBool,
     pub(crate) exit_status: AtomicI64,
+    /// When this PE attached: the origin of `last_step_us`.
+    pub(crate) epoch: Instant,
+    /// When a thread last began a step of the core, in microseconds since
+    /// `epoch`: the progress thread reports a core that nobody steps
+    /// ([`super::progress::STALL_REPORT`]).
+    pub(crate) last_step_us: AtomicU64,
+    /// Whether such a stall was reported (once per PE).
+    pub(crate) stall_reported: AtomicBool,
     /// `FSHMEM_IPV6_STATS`: print the transport's counters at the end.
     pub(crate) print_stats: bool,
 }

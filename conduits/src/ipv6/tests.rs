@@ -631,3 +631,30 @@ fn threads_on_their_own_contexts_leave_nothing_queued_and_land_exactly() {
         c.finalize().unwrap();
     });
 }
+
+#[test]
+fn a_core_that_no_thread_steps_is_reported_by_its_progress_thread() {
+    job(2, Settings::default(), |c| {
+        // This thread holds the core and steps nothing: the progress
+        // thread must say so (once) within STALL_REPORT and a little.
+        let held = c.hold_engine();
+        let start = Instant::now();
+        while !c.shared.stall_reported.load(Ordering::Relaxed)
+            && start.elapsed() < progress::STALL_REPORT * 3
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let waited = start.elapsed();
+        drop(held);
+        assert!(
+            c.shared.stall_reported.load(Ordering::Relaxed),
+            "PE {}: a core held for {waited:?} was not reported",
+            c.rank()
+        );
+        assert!(
+            waited >= progress::STALL_REPORT / 2,
+            "reported after {waited:?}"
+        );
+        JobBootstrap::barrier(&c).unwrap();
+    });
+}
