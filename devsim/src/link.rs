@@ -175,6 +175,34 @@ impl UdpLink {
     }
 }
 
+/// Bytes of IPv6 and UDP headers in front of a datagram's payload.
+const IP_UDP_HEADERS: usize = 48;
+
+/// The largest UDP payload towards `peer` (a loopback address) that
+/// travels unfragmented: the path MTU, as the kernel reports it for a
+/// socket connected there, less the headers; IPv6's minimum MTU's share
+/// when it reports none.
+fn loopback_datagram(peer: Option<SocketAddr>) -> usize {
+    let mtu = peer.and_then(|peer| {
+        let s = UdpSocket::bind((Ipv6Addr::LOCALHOST, 0)).ok()?;
+        s.connect(peer).ok()?;
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `v`, a local.
+        let r = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_IPV6,
+                libc::IPV6_MTU,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (r == 0 && v >= 1280).then_some(v as usize)
+    });
+    (mtu.unwrap_or(1280) - IP_UDP_HEADERS).min(MAX_UDP6_PAYLOAD)
+}
+
 /// The reliable link of a board: [`gasnet_core::reliable::Transport`] over
 /// a [`UdpLink`]'s two ports (see the module documentation).
 pub struct ReliableLink {
@@ -234,7 +262,11 @@ impl ReliableLink {
     /// starts the transport.
     pub fn set_peers(&mut self, ports: &[[u16; 2]]) {
         self.udp.set_peers(ports);
-        let datagrams = vec![MAX_UDP6_PAYLOAD; ports.len()];
+        // Datagrams that fit the loopback's MTU: a larger one is cut into
+        // IPv6 fragments, which the kernel checksums in software and
+        // reassembles (a third of a board's cycles in a put stream).
+        let datagram = loopback_datagram(self.udp.peers.first().map(|p| p[0]));
+        let datagrams = vec![datagram; ports.len()];
         self.transport = Some(Transport::new(
             self.udp.node,
             &datagrams,
