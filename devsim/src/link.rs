@@ -182,6 +182,11 @@ const IP_UDP_HEADERS: usize = 48;
 /// travels unfragmented: the path MTU, as the kernel reports it for a
 /// socket connected there, less the headers; IPv6's minimum MTU's share
 /// when it reports none.
+///
+/// The ipv6 conduit has the same query
+/// (`conduits::ipv6::net::path_mtu`); devsim does not use it, since the
+/// board model meets the conduits only at the BAR files
+/// (`spec/registers.md`), and gasnet-core, which both use, does no I/O.
 fn loopback_datagram(peer: Option<SocketAddr>) -> usize {
     let mtu = peer.and_then(|peer| {
         let s = UdpSocket::bind((Ipv6Addr::LOCALHOST, 0)).ok()?;

@@ -469,7 +469,7 @@ pub(crate) fn run(
         // that was stopped or not scheduled has not stalled.)
         let t = Instant::now();
         if t.saturating_duration_since(last_loop) < STALL_REPORT / 16 {
-            stall_check(&core, &sh, rank);
+            stall_check(&core, &sh, rank, t);
         }
         last_loop = t;
         if sh.stop.load(Ordering::Acquire) {
@@ -521,9 +521,10 @@ fn micros_since(epoch: Instant, t: Instant) -> u64 {
 
 /// Reports, once, a core that no thread has stepped for [`STALL_REPORT`]
 /// (see there): who holds its lock, and how many application threads
-/// are driving it.
-fn stall_check(core: &Mutex<Core>, sh: &Shared, rank: usize) {
-    let now = micros_since(sh.epoch, Instant::now());
+/// are driving it. `now` is the progress thread's clock reading of this
+/// round.
+fn stall_check(core: &Mutex<Core>, sh: &Shared, rank: usize, now: Instant) {
+    let now = micros_since(sh.epoch, now);
     let last = sh.last_step_us.load(Ordering::Relaxed);
     let idle = Duration::from_micros(now.saturating_sub(last));
     if idle < STALL_REPORT || sh.stall_reported.load(Ordering::Relaxed) {
