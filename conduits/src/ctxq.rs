@@ -18,6 +18,7 @@
 //! count is signed: a holder may take an item before its sender counts it.
 //! While no context has a queue the look after unlocking is skipped.
 
+use std::panic::Location;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
@@ -32,6 +33,11 @@ pub(crate) trait Drain {
 
     /// Whether any context has a queue yet (one is added under the lock).
     fn has_queues(&self) -> bool;
+
+    /// Called each time this thread takes the lock: by the call at `at`,
+    /// or (`again`) by its guard's look after letting go. A conduit that
+    /// reports a stalled engine records who holds it here.
+    fn taken(&mut self, _with: &Self::With, _at: &'static Location<'static>, _again: bool) {}
 }
 
 #[cfg(test)]
@@ -48,6 +54,8 @@ pub(crate) struct Held<'a, T: Drain> {
     with: &'a T::With,
     queued: &'a AtomicI64,
     g: Option<MutexGuard<'a, T>>,
+    /// The call that took the lock.
+    at: &'static Location<'static>,
 }
 
 impl<T: Drain> std::ops::Deref for Held<'_, T> {
@@ -89,7 +97,10 @@ impl<T: Drain> Drop for Held<'_, T> {
                 return;
             }
             match raw_try_lock(self.m) {
-                Some(g) => self.g = Some(g),
+                Some(mut g) => {
+                    g.taken(self.with, self.at, true);
+                    self.g = Some(g);
+                }
                 None => return,
             }
         }
@@ -98,40 +109,49 @@ impl<T: Drain> Drop for Held<'_, T> {
 
 /// Takes the lock (whether or not a panicking thread poisoned it) and the
 /// queued items.
+#[track_caller]
 pub(crate) fn lock<'a, T: Drain>(
     m: &'a Mutex<T>,
     with: &'a T::With,
     queued: &'a AtomicI64,
 ) -> Held<'a, T> {
+    let at = Location::caller();
     let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+    g.taken(with, at, false);
     g.drain_queues(with);
     Held {
         m,
         with,
         queued,
         g: Some(g),
+        at,
     }
 }
 
 /// As [`lock`], if no other thread holds the lock.
+#[track_caller]
 pub(crate) fn try_lock<'a, T: Drain>(
     m: &'a Mutex<T>,
     with: &'a T::With,
     queued: &'a AtomicI64,
 ) -> Option<Held<'a, T>> {
+    let at = Location::caller();
     let mut g = raw_try_lock(m)?;
+    g.taken(with, at, false);
     g.drain_queues(with);
     Some(Held {
         m,
         with,
         queued,
         g: Some(g),
+        at,
     })
 }
 
 /// The sender's half: counts `n` items it has just sent to a context's
 /// queue, then takes the lock if it is free by now (letting go of it at
 /// once sends them).
+#[track_caller]
 pub(crate) fn queued<T: Drain>(m: &Mutex<T>, with: &T::With, queued: &AtomicI64, n: i64) {
     if n == 0 {
         return;

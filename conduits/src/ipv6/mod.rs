@@ -317,6 +317,8 @@ impl Ipv6Conduit {
             epoch: Instant::now(),
             last_step_us: AtomicU64::new(0),
             stall_reported: AtomicBool::new(false),
+            stall_at_us: AtomicU64::new(u64::MAX),
+            holder: shared::Holder::default(),
             print_stats: settings.ipv6_stats,
         });
         shared.ctxs[CtxId::DEFAULT.index()]
@@ -508,6 +510,7 @@ impl Ipv6Conduit {
     /// Holds this PE's protocol core until the guard drops, as a thread
     /// that drives it does (tests: a slow target, a busy engine).
     #[cfg(test)]
+    #[track_caller]
     pub(crate) fn hold_engine(&self) -> progress::Held<'_> {
         progress::lock(&self.core, &self.shared)
     }

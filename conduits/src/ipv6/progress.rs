@@ -426,14 +426,21 @@ impl ctxq::Drain for Core {
     fn has_queues(&self) -> bool {
         !self.queues.is_empty()
     }
+
+    fn taken(&mut self, sh: &Shared, at: &'static std::panic::Location<'static>, again: bool) {
+        sh.holder
+            .note(at, again, micros_since(sh.epoch, Instant::now()));
+    }
 }
 
 /// Locks `m` whether or not a panicking thread poisoned it.
+#[track_caller]
 pub(crate) fn lock<'a>(m: &'a Mutex<Core>, sh: &'a Shared) -> Held<'a> {
     ctxq::lock(m, sh, &sh.queued)
 }
 
 /// Locks `m` if no other thread holds it.
+#[track_caller]
 pub(crate) fn try_lock<'a>(m: &'a Mutex<Core>, sh: &'a Shared) -> Option<Held<'a>> {
     ctxq::try_lock(m, sh, &sh.queued)
 }
@@ -527,20 +534,45 @@ fn stall_check(core: &Mutex<Core>, sh: &Shared, rank: usize, now: Instant) {
     let now = micros_since(sh.epoch, now);
     let last = sh.last_step_us.load(Ordering::Relaxed);
     let idle = Duration::from_micros(now.saturating_sub(last));
-    if idle < STALL_REPORT || sh.stall_reported.load(Ordering::Relaxed) {
+    if sh.stall_reported.load(Ordering::Relaxed) {
+        // Say once that the stall ended, and how long it lasted.
+        let at = sh.stall_at_us.load(Ordering::Relaxed);
+        if last > at && at != u64::MAX {
+            sh.stall_at_us.store(u64::MAX, Ordering::Relaxed);
+            crate::report!(
+                "fshmem ipv6: PE {rank}: its progress engine is stepped again, after {:.1} s",
+                (last - at) as f64 / 1e6
+            );
+        }
+        return;
+    }
+    if idle < STALL_REPORT {
         return;
     }
     sh.stall_reported.store(true, Ordering::Relaxed);
-    let lock = match core.try_lock() {
-        Ok(_) => "free",
-        Err(std::sync::TryLockError::WouldBlock) => "held by another thread",
-        Err(std::sync::TryLockError::Poisoned(_)) => "poisoned",
-    };
+    sh.stall_at_us.store(last, Ordering::Relaxed);
     crate::report!(
-        "fshmem ipv6: PE {rank}: warning: no thread has stepped its progress engine for {:.1} s \
-         (core lock {lock}, {} application threads driving it): its socket is not read, and \
-         peers will find it silent after FSHMEM_PEER_TIMEOUT",
+        "fshmem ipv6: PE {rank}: warning: {}: its socket is not read, and peers will find it \
+         silent after FSHMEM_PEER_TIMEOUT",
+        stall_text(core, sh, idle, now)
+    );
+}
+
+/// What the stall report says: how long no thread stepped the core, the
+/// state of its lock and who took it last, and how many application
+/// threads drive it.
+pub(crate) fn stall_text(core: &Mutex<Core>, sh: &Shared, idle: Duration, now_us: u64) -> String {
+    let lock = match core.try_lock() {
+        Ok(_) => "free".to_string(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            format!("held: {}", sh.holder.describe(now_us))
+        }
+        Err(std::sync::TryLockError::Poisoned(_)) => "poisoned".to_string(),
+    };
+    format!(
+        "no thread has stepped its progress engine for {:.1} s (core lock {lock}; {} \
+         application threads driving it)",
         idle.as_secs_f64(),
         sh.drivers.load(Ordering::Relaxed)
-    );
+    )
 }

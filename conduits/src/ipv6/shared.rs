@@ -4,6 +4,8 @@
 //! application thread drives the core itself.
 
 use super::*;
+use std::panic::Location;
+use std::sync::atomic::AtomicPtr;
 
 /// What the application waits for on a command.
 pub(crate) enum Want {
@@ -65,6 +67,11 @@ pub(crate) struct Shared {
     pub(crate) last_step_us: AtomicU64,
     /// Whether such a stall was reported (once per PE).
     pub(crate) stall_reported: AtomicBool,
+    /// `last_step_us` when a stall was reported, until the report that it
+    /// ended (then `u64::MAX`).
+    pub(crate) stall_at_us: AtomicU64,
+    /// Who took the core's lock last (for the stall report).
+    pub(crate) holder: Holder,
     /// `FSHMEM_IPV6_STATS`: print the transport's counters at the end.
     pub(crate) print_stats: bool,
 }
@@ -116,6 +123,74 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+}
+
+/// The thread that took the core's lock last, where and when: written
+/// under the lock at every taking ([`crate::ctxq::Drain::taken`]), read
+/// by the progress thread's stall report without it.
+#[derive(Debug, Default)]
+pub(crate) struct Holder {
+    /// The thread's kernel id (0: none yet).
+    tid: AtomicU64,
+    /// The call that took it: a `&'static Location` (null: none yet).
+    at: AtomicPtr<Location<'static>>,
+    /// Microseconds since [`Shared::epoch`] when it was taken.
+    since_us: AtomicU64,
+    /// Taken again by the guard's look after letting go.
+    again: AtomicBool,
+}
+
+thread_local! {
+    /// This thread's kernel id, asked once.
+    static TID: u64 = {
+        // SAFETY: gettid has no preconditions.
+        let t = unsafe { libc::gettid() };
+        t as u64
+    };
+}
+
+impl Holder {
+    /// Notes that this thread took the lock at `at`, `since_us` after the
+    /// epoch.
+    pub(crate) fn note(&self, at: &'static Location<'static>, again: bool, since_us: u64) {
+        self.tid.store(TID.with(|t| *t), Ordering::Relaxed);
+        self.at.store(
+            at as *const Location<'static> as *mut Location<'static>,
+            Ordering::Relaxed,
+        );
+        self.since_us.store(since_us, Ordering::Relaxed);
+        self.again.store(again, Ordering::Relaxed);
+    }
+
+    /// The holder as the stall report names it, `now_us` after the epoch:
+    /// its thread (id and name), the call that took the lock and how long
+    /// ago.
+    pub(crate) fn describe(&self, now_us: u64) -> String {
+        let tid = self.tid.load(Ordering::Relaxed);
+        let at = self.at.load(Ordering::Relaxed);
+        if tid == 0 || at.is_null() {
+            return "no thread has taken it yet".into();
+        }
+        // SAFETY: `at` is only ever set, in `note`, from a
+        // `&'static Location<'static>`, which lives for the whole program
+        // and is never written; a stale value is still such a reference.
+        let at: &'static Location<'static> = unsafe { &*at };
+        let ago = now_us.saturating_sub(self.since_us.load(Ordering::Relaxed));
+        let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+            .map(|n| n.trim().to_string())
+            .unwrap_or_else(|_| "gone".into());
+        format!(
+            "last taken by thread {tid} ({name}) {:.3} s ago, at {}:{}{}",
+            ago as f64 / 1e6,
+            at.file(),
+            at.line(),
+            if self.again.load(Ordering::Relaxed) {
+                " (taken again as its guard let go, for commands queued meanwhile)"
+            } else {
+                ""
+            }
+        )
     }
 }
 

@@ -645,7 +645,17 @@ fn a_core_that_no_thread_steps_is_reported_by_its_progress_thread() {
             std::thread::sleep(Duration::from_millis(10));
         }
         let waited = start.elapsed();
+        // The report names the holder: this thread, and the call here.
+        let sh = &c.shared;
+        let now = u64::try_from(sh.epoch.elapsed().as_micros()).unwrap();
+        let text = progress::stall_text(&c.core, sh, waited, now);
+        // SAFETY: gettid has no preconditions.
+        let me = unsafe { libc::gettid() };
         drop(held);
+        assert!(
+            text.contains(&format!("thread {me} ")) && text.contains("ipv6/tests.rs:"),
+            "the report does not name the holder (thread {me}, here): {text}"
+        );
         assert!(
             c.shared.stall_reported.load(Ordering::Relaxed),
             "PE {}: a core held for {waited:?} was not reported",
