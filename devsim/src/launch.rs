@@ -460,6 +460,12 @@ fn keeper(args: &[String]) -> Result<(), String> {
                     continue;
                 }
                 if let Ok(Some(st)) = c.try_wait() {
+                    if STOP.load(Ordering::Relaxed) {
+                        // A stop signal to the whole process group (a
+                        // launcher ending the job) reached the board too:
+                        // its exit is the stop, not a failure.
+                        break;
+                    }
                     reported[n] = true;
                     crate::report(&format!(
                         "devsim: board {n} (pid {}) stopped unexpectedly ({st})",

@@ -27,6 +27,9 @@ const SEND_BATCH: usize = 64;
 /// Datagrams longer than this are sent alone, without a copy.
 const BATCH_MAX_LEN: usize = 8 << 10;
 
+/// Most parts of a datagram sent by [`SendBatch::push_parts`].
+const MAX_PARTS: usize = 4;
+
 /// Room for one datagram (the largest UDP payload, rounded up).
 const SLOT: usize = 65536;
 
@@ -239,6 +242,57 @@ impl SendBatch {
         if self.items.len() == SEND_BATCH {
             self.flush();
         }
+    }
+
+    /// Queues a datagram given in parts ([`Transport::transmit_gather`]):
+    /// a large one is sent at once by a gathering `sendmsg(2)`, without
+    /// copying its payload; a small one is batched as [`SendBatch::push`]
+    /// batches it.
+    ///
+    /// [`Transport::transmit_gather`]: gasnet_core::reliable::Transport::transmit_gather
+    pub(crate) fn push_parts(&mut self, dst: usize, parts: &[&[u8]]) {
+        if let [whole] = parts {
+            return self.push(dst, whole);
+        }
+        if dst >= self.peers.len() {
+            return;
+        }
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > BATCH_MAX_LEN || self.mode == Mode::None {
+            self.flush();
+            self.send_gather(dst, parts);
+            return;
+        }
+        let start = self.data.len();
+        for p in parts {
+            self.data.extend_from_slice(p);
+        }
+        self.items.push((dst, start, len));
+        if self.items.len() == SEND_BATCH {
+            self.flush();
+        }
+    }
+
+    /// One datagram of up to [`MAX_PARTS`] parts with `sendmsg(2)`.
+    fn send_gather(&self, dst: usize, parts: &[&[u8]]) {
+        let mut iov = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; MAX_PARTS];
+        let n = parts.len().min(MAX_PARTS);
+        for (v, p) in iov.iter_mut().zip(parts) {
+            v.iov_base = p.as_ptr() as *mut libc::c_void;
+            v.iov_len = p.len();
+        }
+        // SAFETY: msghdr is plain data; all-zero is a valid value.
+        let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+        m.msg_name = &self.peers[dst] as *const libc::sockaddr_in6 as *mut libc::c_void;
+        m.msg_namelen = std::mem::size_of::<libc::sockaddr_in6>() as u32;
+        m.msg_iov = iov.as_mut_ptr();
+        m.msg_iovlen = n as _;
+        // SAFETY: the header names a live sockaddr_in6 of the size given
+        // and `n` iovecs over the live parts; the kernel only reads them.
+        unsafe { libc::sendmsg(self.fd, &m, 0) };
     }
 
     fn send_one(&self, dst: usize, bytes: &[u8]) {

@@ -347,16 +347,21 @@ impl Core {
             }
             work = true;
         }
-        let (tx, impair, sent_to) = (&mut self.tx, &mut self.impair, &mut self.sent_to);
+        let (tx, sent_to) = (&mut self.tx, &mut self.sent_to);
         let mut sent = 0usize;
-        self.transport.transmit(now, &mut |dst, bytes| {
-            sent += 1;
-            sent_to[dst as usize] += 1;
-            match impair {
-                None => tx.push(dst as usize, bytes),
-                Some(imp) => imp.pass(now, dst, bytes, &mut |d, b| tx.push(d as usize, b)),
-            }
-        });
+        match self.impair.as_mut() {
+            // Large payloads leave by a gathering send, not copied again.
+            None => self.transport.transmit_gather(now, &mut |dst, parts| {
+                sent += 1;
+                sent_to[dst as usize] += 1;
+                tx.push_parts(dst as usize, parts);
+            }),
+            Some(imp) => self.transport.transmit(now, &mut |dst, bytes| {
+                sent += 1;
+                sent_to[dst as usize] += 1;
+                imp.pass(now, dst, bytes, &mut |d, b| tx.push(d as usize, b));
+            }),
+        }
         self.tx.flush();
         work || sent > 0
     }

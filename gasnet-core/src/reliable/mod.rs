@@ -127,6 +127,11 @@ impl Default for Config {
     }
 }
 
+/// Payloads from which [`Transport::transmit_gather`] hands a datagram
+/// out in parts: below it, copying the payload costs less than a
+/// gathering send's extra iovecs.
+pub const GATHER_MIN: usize = 8 << 10;
+
 /// Event counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -559,11 +564,34 @@ impl Transport {
     /// out), new packets the windows allow, and acknowledgements. `out`
     /// gets the destination and the encoded datagram.
     pub fn transmit(&mut self, now: Instant, out: &mut dyn FnMut(NodeId, &[u8])) {
+        self.transmit_parts(now, false, &mut |dst, parts| {
+            if let [whole] = parts {
+                out(dst, whole);
+            }
+        });
+    }
+
+    /// As [`Transport::transmit`], but a datagram with a payload of at
+    /// least [`GATHER_MIN`] bytes reaches `out` in three parts whose
+    /// concatenation is the datagram ([`wire::encode_gather`]: header and
+    /// arguments, the payload itself, padding and CRC), for a send that
+    /// gathers them instead of copying the payload once more; smaller
+    /// datagrams come whole, as one part.
+    pub fn transmit_gather(&mut self, now: Instant, out: &mut dyn FnMut(NodeId, &[&[u8]])) {
+        self.transmit_parts(now, true, out);
+    }
+
+    fn transmit_parts(
+        &mut self,
+        now: Instant,
+        gather: bool,
+        out: &mut dyn FnMut(NodeId, &[&[u8]]),
+    ) {
         for i in 0..self.peers.len() {
             if i == self.me as usize {
                 continue;
             }
-            self.transmit_peer(i, now, out);
+            self.transmit_peer(i, now, gather, out);
         }
     }
 
@@ -572,16 +600,28 @@ impl Transport {
         stats: &mut Stats,
         p: &Packet,
         dst: NodeId,
-        out: &mut dyn FnMut(NodeId, &[u8]),
+        gather: bool,
+        out: &mut dyn FnMut(NodeId, &[&[u8]]),
     ) {
         scratch.clear();
-        if wire::encode_into(p, scratch).is_ok() {
+        if gather && p.payload.len() >= GATHER_MIN {
+            if let Ok(tail) = wire::encode_gather(p, scratch) {
+                stats.datagrams_sent += 1;
+                out(dst, &[scratch, &p.payload, tail.as_slice()]);
+            }
+        } else if wire::encode_into(p, scratch).is_ok() {
             stats.datagrams_sent += 1;
-            out(dst, scratch);
+            out(dst, &[scratch]);
         }
     }
 
-    fn transmit_peer(&mut self, i: usize, now: Instant, out: &mut dyn FnMut(NodeId, &[u8])) {
+    fn transmit_peer(
+        &mut self,
+        i: usize,
+        now: Instant,
+        gather: bool,
+        out: &mut dyn FnMut(NodeId, &[&[u8]]),
+    ) {
         let cfg = self.cfg;
         let me = self.me;
         let dst = i as NodeId;
@@ -632,7 +672,14 @@ impl Transport {
                 u.packet.flags |= FLAG_ACK_NOW;
             }
             self.stats.retransmitted += 1;
-            Self::emit(&mut self.scratch, &mut self.stats, &u.packet, dst, out);
+            Self::emit(
+                &mut self.scratch,
+                &mut self.stats,
+                &u.packet,
+                dst,
+                gather,
+                out,
+            );
             sent_any = true;
         }
         // New packets, within the packet window and the congestion window.
@@ -671,7 +718,7 @@ impl Transport {
             if blocked || peer.unacked.len() + 1 >= cfg.window / 2 || is_probe {
                 p.flags |= FLAG_ACK_NOW;
             }
-            Self::emit(&mut self.scratch, &mut self.stats, &p, dst, out);
+            Self::emit(&mut self.scratch, &mut self.stats, &p, dst, gather, out);
             sent_any = true;
             peer.unacked_bytes += len;
             peer.unacked.push_back(Unacked {
@@ -701,7 +748,7 @@ impl Transport {
                 .collect();
             if let Ok(p) = Packet::nack(me, dst, ack, &missing) {
                 self.stats.nacks_sent += 1;
-                Self::emit(&mut self.scratch, &mut self.stats, &p, dst, out);
+                Self::emit(&mut self.scratch, &mut self.stats, &p, dst, gather, out);
                 peer.last_nack = Some(now);
                 peer.ack_due = None;
                 nacked = true;
@@ -713,7 +760,7 @@ impl Transport {
         if !nacked && peer.ack_due.is_some_and(|t| t <= now) {
             self.stats.acks_sent += 1;
             let p = Packet::ack(me, dst, ack);
-            Self::emit(&mut self.scratch, &mut self.stats, &p, dst, out);
+            Self::emit(&mut self.scratch, &mut self.stats, &p, dst, gather, out);
             peer.ack_due = None;
         }
     }

@@ -668,3 +668,40 @@ fn the_cut_off_node_names_itself_and_the_others_name_it() {
         }
     }
 }
+
+#[test]
+fn a_gathered_datagram_is_the_whole_one_in_parts() {
+    let now = Instant::now();
+    let mut whole = Transport::new(0, &[65_000, 65_000], cfg(), now);
+    let mut parts = Transport::new(0, &[65_000, 65_000], cfg(), now);
+    // A large payload (in parts), an odd-sized one (padded) and a small
+    // one (whole in both).
+    for len in [60_000usize, GATHER_MIN + 3, 100] {
+        let payload: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+        let p = Packet::long(
+            Direction::Request,
+            0,
+            1,
+            crate::handlers::PUT,
+            &[1, 2, 3],
+            &payload,
+            4096,
+        );
+        whole.send(p.clone(), now);
+        parts.send(p, now);
+    }
+    let mut a: Vec<Vec<u8>> = Vec::new();
+    whole.transmit(now, &mut |_, b| a.push(b.to_vec()));
+    let mut b: Vec<(usize, Vec<u8>)> = Vec::new();
+    parts.transmit_gather(now, &mut |_, ps| b.push((ps.len(), ps.concat())));
+    assert_eq!(a.len(), 3);
+    assert_eq!(
+        b.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        [3, 3, 1],
+        "large payloads come in three parts, small ones whole"
+    );
+    for (i, (x, (_, y))) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x, y, "datagram {i} differs when gathered");
+        assert!(wire::decode(y).is_ok(), "datagram {i} does not decode");
+    }
+}

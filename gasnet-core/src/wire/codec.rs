@@ -217,6 +217,66 @@ pub fn encode_into(p: &Packet, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     Ok(())
 }
 
+/// The end of a packet's encoding that follows its payload: the payload's
+/// padding to 4 bytes and the CRC-32C ([`encode_gather`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tail {
+    bytes: [u8; 7],
+    len: u8,
+}
+
+impl Tail {
+    /// The padding and CRC bytes, in wire order.
+    pub fn as_slice(&self) -> &[u8] {
+        self.bytes.get(..self.len as usize).unwrap_or(&[])
+    }
+}
+
+/// The encoding of `p` in three parts, for a send that gathers them
+/// (`sendmsg(2)` with an iovec each) instead of copying a large payload:
+/// the header and arguments, appended to `head`; the payload, which is
+/// `p.payload` itself; and the returned [`Tail`]. Their concatenation is
+/// [`encode`]'s bytes. On error `head` is left unchanged.
+///
+/// ```
+/// use gasnet_core::wire::{self, Packet};
+/// use gasnet_core::Direction;
+/// // Three arguments (padded to four) and a payload of 4093 bytes (padded to 4096).
+/// let p = Packet::medium(Direction::Request, 0, 1, 200, &[1, 2, 3], &[7; 4093]);
+/// let mut head = Vec::new();
+/// let tail = wire::encode_gather(&p, &mut head).unwrap();
+/// let whole = [&head[..], &p.payload[..], tail.as_slice()].concat();
+/// assert_eq!(whole, wire::encode(&p).unwrap());
+/// ```
+pub fn encode_gather(p: &Packet, head: &mut Vec<u8>) -> Result<Tail, EncodeError> {
+    let h = p.header()?;
+    if p.ptype == PacketType::Nack {
+        check_nack_bitmap(&p.payload)?;
+    }
+    let start = head.len();
+    h.write(head);
+    for a in &p.args {
+        head.extend_from_slice(&a.to_be_bytes());
+    }
+    if p.args.len() % 2 == 1 {
+        head.extend_from_slice(&PAD);
+    }
+    let pad = p.payload.len().wrapping_neg() & 3;
+    let mut c = crc::update(0xFFFF_FFFF, head.get(start..).unwrap_or(&[]));
+    c = crc::update(c, &p.payload);
+    c = crc::update(c, PAD.get(..pad).unwrap_or(&[]));
+    // `pad` is 0..=3: the CRC's 4 bytes follow it within the 7.
+    let mut bytes = [0u8; 7];
+    let end = pad.saturating_add(4);
+    if let Some(b) = bytes.get_mut(pad..end) {
+        b.copy_from_slice(&(c ^ 0xFFFF_FFFF).to_be_bytes());
+    }
+    Ok(Tail {
+        bytes,
+        len: end as u8,
+    })
+}
+
 /// The sequence numbers a NACK names as missing, in increasing serial order
 /// from `ack`.
 ///

@@ -37,7 +37,7 @@ use std::fmt;
 mod codec;
 mod error;
 
-pub use codec::{decode, encode, encode_into, nack_missing, peek_header};
+pub use codec::{Tail, decode, encode, encode_gather, encode_into, nack_missing, peek_header};
 pub use error::{DecodeError, EncodeError};
 
 /// What a packet is.
