@@ -158,6 +158,18 @@ impl Memory for SegMemory {
         Ok(())
     }
 
+    fn read_vec(&self, offset: u64, len: usize) -> std::result::Result<Vec<u8>, MemError> {
+        check_range(self.len as u64, offset, len as u64)?;
+        // SAFETY: `filled` hands a buffer of `len` writable bytes, which
+        // `copy_out` writes whole; its source lies inside the mapping
+        // (checked) and is read with relaxed atomics, as in `read`.
+        Ok(unsafe {
+            gasnet_core::pool::filled(len, |p| {
+                crate::segmem::copy_out(self.seg.base().add(offset as usize), p, len)
+            })
+        })
+    }
+
     fn write(&mut self, offset: u64, data: &[u8]) -> std::result::Result<(), MemError> {
         check_range(self.len as u64, offset, data.len() as u64)?;
         // SAFETY: as in `read`: relaxed atomic stores into the mapping

@@ -151,6 +151,57 @@ impl UdpLink {
         }
     }
 
+    /// As [`UdpLink::send_raw`], for a datagram given in parts
+    /// ([`Transport::transmit_gather`]): one gathering `sendmsg(2)`, so a
+    /// large payload is not copied into one buffer first.
+    pub fn send_parts(&mut self, dst: u16, parts: &[&[u8]]) -> io::Result<()> {
+        if let [whole] = parts {
+            return self.send_raw(dst, whole);
+        }
+        let Some(addrs) = self.peers.get(dst as usize).copied() else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no link to node {dst}"),
+            ));
+        };
+        let SocketAddr::V6(to) = addrs[self.node as usize % 2] else {
+            return self.send_raw(dst, &parts.concat());
+        };
+        // SAFETY: sockaddr_in6 is plain data; all-zero is a valid value.
+        let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+        sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+        sa.sin6_port = to.port().to_be();
+        sa.sin6_addr.s6_addr = to.ip().octets();
+        sa.sin6_scope_id = to.scope_id();
+        let mut iov = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; 4];
+        let n = parts.len().min(iov.len());
+        for (v, p) in iov.iter_mut().zip(parts) {
+            v.iov_base = p.as_ptr() as *mut libc::c_void;
+            v.iov_len = p.len();
+        }
+        // SAFETY: msghdr is plain data; all-zero is a valid value.
+        let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+        m.msg_name = &mut sa as *mut libc::sockaddr_in6 as *mut libc::c_void;
+        m.msg_namelen = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+        m.msg_iov = iov.as_mut_ptr();
+        m.msg_iovlen = n as _;
+        let fd = self.ports[dst as usize % 2].as_raw_fd();
+        // SAFETY: the header names `sa`, a live sockaddr_in6 of the length
+        // given, and `n` iovecs over the live parts; the kernel only reads
+        // them.
+        let r = unsafe { libc::sendmsg(fd, &m, 0) };
+        if r >= 0 {
+            return Ok(());
+        }
+        match io::Error::last_os_error() {
+            e if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            e => Err(e),
+        }
+    }
+
     /// Receives one datagram into `buf` from either port, without
     /// blocking: its length and the port it came in on.
     pub fn recv_raw(&mut self, buf: &mut [u8]) -> Option<(usize, usize)> {
@@ -316,15 +367,17 @@ impl ReliableLink {
                 let _ = udp.send_raw(d, b);
             });
         }
-        let impair = &mut self.impair;
-        t.transmit(now, &mut |dst, bytes| match impair {
-            None => {
-                let _ = udp.send_raw(dst, bytes);
-            }
-            Some(imp) => imp.pass(now, dst, bytes, &mut |d, b| {
-                let _ = udp.send_raw(d, b);
+        match self.impair.as_mut() {
+            // Large payloads leave by a gathering send, not copied again.
+            None => t.transmit_gather(now, &mut |dst, parts| {
+                let _ = udp.send_parts(dst, parts);
             }),
-        });
+            Some(imp) => t.transmit(now, &mut |dst, bytes| {
+                imp.pass(now, dst, bytes, &mut |d, b| {
+                    let _ = udp.send_raw(d, b);
+                })
+            }),
+        }
         if self.failed.is_none() && now.saturating_duration_since(self.last_check) >= LIVENESS_CHECK
         {
             self.last_check = now;

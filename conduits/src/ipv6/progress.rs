@@ -433,8 +433,7 @@ impl ctxq::Drain for Core {
     }
 
     fn taken(&mut self, sh: &Shared, at: &'static std::panic::Location<'static>, again: bool) {
-        sh.holder
-            .note(at, again, micros_since(sh.epoch, Instant::now()));
+        sh.holder.note(at, again);
     }
 }
 
@@ -467,6 +466,8 @@ pub(crate) fn run(
     let mut last_boot_check = Instant::now();
     let mut app_polls = sh.app_polls.load(Ordering::Relaxed);
     let mut last_loop = Instant::now();
+    // The core's takings counted when this thread last saw the count move.
+    let mut taken = (sh.holder.seq(), Instant::now());
     loop {
         // A failure the bootstrap service announced (a PE vanished).
         if last_boot_check.elapsed() >= BOOT_CHECK {
@@ -480,8 +481,12 @@ pub(crate) fn run(
         // (Only while this thread itself has been running: a process
         // that was stopped or not scheduled has not stalled.)
         let t = Instant::now();
+        let seq = sh.holder.seq();
+        if seq != taken.0 {
+            taken = (seq, t);
+        }
         if t.saturating_duration_since(last_loop) < STALL_REPORT / 16 {
-            stall_check(&core, &sh, rank, t);
+            stall_check(&core, &sh, rank, t, t.saturating_duration_since(taken.1));
         }
         last_loop = t;
         if sh.stop.load(Ordering::Acquire) {
@@ -534,8 +539,8 @@ fn micros_since(epoch: Instant, t: Instant) -> u64 {
 /// Reports, once, a core that no thread has stepped for [`STALL_REPORT`]
 /// (see there): who holds its lock, and how many application threads
 /// are driving it. `now` is the progress thread's clock reading of this
-/// round.
-fn stall_check(core: &Mutex<Core>, sh: &Shared, rank: usize, now: Instant) {
+/// round; `taken_ago` how long the core's count of takings has stood still.
+fn stall_check(core: &Mutex<Core>, sh: &Shared, rank: usize, now: Instant, taken_ago: Duration) {
     let now = micros_since(sh.epoch, now);
     let last = sh.last_step_us.load(Ordering::Relaxed);
     let idle = Duration::from_micros(now.saturating_sub(last));
@@ -559,18 +564,23 @@ fn stall_check(core: &Mutex<Core>, sh: &Shared, rank: usize, now: Instant) {
     crate::report!(
         "fshmem ipv6: PE {rank}: warning: {}: its socket is not read, and peers will find it \
          silent after FSHMEM_PEER_TIMEOUT",
-        stall_text(core, sh, idle, now)
+        stall_text(core, sh, idle, taken_ago)
     );
 }
 
 /// What the stall report says: how long no thread stepped the core, the
 /// state of its lock and who took it last, and how many application
 /// threads drive it.
-pub(crate) fn stall_text(core: &Mutex<Core>, sh: &Shared, idle: Duration, now_us: u64) -> String {
+pub(crate) fn stall_text(
+    core: &Mutex<Core>,
+    sh: &Shared,
+    idle: Duration,
+    taken_ago: Duration,
+) -> String {
     let lock = match core.try_lock() {
         Ok(_) => "free".to_string(),
         Err(std::sync::TryLockError::WouldBlock) => {
-            format!("held: {}", sh.holder.describe(now_us))
+            format!("held: {}", sh.holder.describe(taken_ago))
         }
         Err(std::sync::TryLockError::Poisoned(_)) => "poisoned".to_string(),
     };

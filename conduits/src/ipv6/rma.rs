@@ -47,9 +47,37 @@ impl Rma for Ipv6Conduit {
         src: *const u8,
         len: usize,
     ) -> Result<()> {
-        // SAFETY: the caller guarantees `src` is valid for `len` bytes; the
-        // bytes are copied before this returns.
-        unsafe { self.put_raw(ctx, pe, offset, src, len) }
+        check_range(pe, self.size, offset, len, self.segment_len)?;
+        let local = self.in_segment(src, len);
+        match local {
+            // A source in this PE's segment is read as each piece is
+            // issued (`PutSource::Local`, as a board's DMA reads it),
+            // into a buffer of the payload pool: not copied whole at the
+            // call, which for a long stream of puts filled buffers far
+            // ahead of the wire (a cold one each, and a copy per byte on
+            // the calling thread besides the sending one's). The caller
+            // keeps the source unmodified until the quiet (this function's
+            // contract), which is what lets the read wait.
+            Some(at) if pe != self.rank && len != 0 => {
+                let chunk = self.chunks[pe];
+                for k in (0..len).step_by(chunk) {
+                    let n = chunk.min(len - k);
+                    let cmd = Command::Put {
+                        dst: pe as NodeId,
+                        offset: (offset + k) as u64,
+                        source: PutSource::Local {
+                            offset: at + k as u64,
+                            len: n as u64,
+                        },
+                    };
+                    self.submit(ctx, cmd, Want::Nbi)?;
+                }
+                Ok(())
+            }
+            // SAFETY: the caller guarantees `src` is valid for `len`
+            // bytes; the bytes are copied before this returns.
+            _ => unsafe { self.put_raw(ctx, pe, offset, src, len) },
+        }
     }
 
     unsafe fn put_from(

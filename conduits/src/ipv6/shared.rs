@@ -126,17 +126,19 @@ impl Shared {
     }
 }
 
-/// The thread that took the core's lock last, where and when: written
-/// under the lock at every taking ([`crate::ctxq::Drain::taken`]), read
-/// by the progress thread's stall report without it.
+/// The thread that took the core's lock last, and where: written under
+/// the lock at every taking ([`crate::ctxq::Drain::taken`]), read by the
+/// progress thread's stall report without it. Takings are counted, not
+/// timed (no clock read on the path of an operation): the progress thread
+/// notes when the count last moved.
 #[derive(Debug, Default)]
 pub(crate) struct Holder {
     /// The thread's kernel id (0: none yet).
     tid: AtomicU64,
     /// The call that took it: a `&'static Location` (null: none yet).
     at: AtomicPtr<Location<'static>>,
-    /// Microseconds since [`Shared::epoch`] when it was taken.
-    since_us: AtomicU64,
+    /// Takings so far (written by the lock's holder only).
+    seq: AtomicU64,
     /// Taken again by the guard's look after letting go.
     again: AtomicBool,
 }
@@ -151,22 +153,28 @@ thread_local! {
 }
 
 impl Holder {
-    /// Notes that this thread took the lock at `at`, `since_us` after the
-    /// epoch.
-    pub(crate) fn note(&self, at: &'static Location<'static>, again: bool, since_us: u64) {
+    /// Notes that this thread took the lock at `at` (it holds the lock).
+    pub(crate) fn note(&self, at: &'static Location<'static>, again: bool) {
         self.tid.store(TID.with(|t| *t), Ordering::Relaxed);
         self.at.store(
             at as *const Location<'static> as *mut Location<'static>,
             Ordering::Relaxed,
         );
-        self.since_us.store(since_us, Ordering::Relaxed);
         self.again.store(again, Ordering::Relaxed);
+        // Only the lock's holder writes the count: load and store suffice.
+        let n = self.seq.load(Ordering::Relaxed);
+        self.seq.store(n.wrapping_add(1), Ordering::Relaxed);
     }
 
-    /// The holder as the stall report names it, `now_us` after the epoch:
-    /// its thread (id and name), the call that took the lock and how long
-    /// ago.
-    pub(crate) fn describe(&self, now_us: u64) -> String {
+    /// Takings so far.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Relaxed)
+    }
+
+    /// The holder as the stall report names it: its thread (id and name),
+    /// the call that took the lock, and how long ago it was taken last
+    /// (`ago`, as the progress thread saw the count stand still).
+    pub(crate) fn describe(&self, ago: Duration) -> String {
         let tid = self.tid.load(Ordering::Relaxed);
         let at = self.at.load(Ordering::Relaxed);
         if tid == 0 || at.is_null() {
@@ -176,13 +184,12 @@ impl Holder {
         // `&'static Location<'static>`, which lives for the whole program
         // and is never written; a stale value is still such a reference.
         let at: &'static Location<'static> = unsafe { &*at };
-        let ago = now_us.saturating_sub(self.since_us.load(Ordering::Relaxed));
         let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
             .map(|n| n.trim().to_string())
             .unwrap_or_else(|_| "gone".into());
         format!(
             "last taken by thread {tid} ({name}) {:.3} s ago, at {}:{}{}",
-            ago as f64 / 1e6,
+            ago.as_secs_f64(),
             at.file(),
             at.line(),
             if self.again.load(Ordering::Relaxed) {

@@ -646,9 +646,7 @@ fn a_core_that_no_thread_steps_is_reported_by_its_progress_thread() {
         }
         let waited = start.elapsed();
         // The report names the holder: this thread, and the call here.
-        let sh = &c.shared;
-        let now = u64::try_from(sh.epoch.elapsed().as_micros()).unwrap();
-        let text = progress::stall_text(&c.core, sh, waited, now);
+        let text = progress::stall_text(&c.core, &c.shared, waited, waited);
         // SAFETY: gettid has no preconditions.
         let me = unsafe { libc::gettid() };
         drop(held);

@@ -85,6 +85,16 @@ pub trait Memory {
     /// Copies `data` into the segment at `offset`.
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), MemError>;
 
+    /// The `len` bytes at `offset` in a buffer of their own (a put's
+    /// payload read as it is issued). The provided implementation reads
+    /// them into a zeroed buffer of the payload pool ([`crate::pool`]); a
+    /// memory that can fill one without zeroing it first overrides it.
+    fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>, MemError> {
+        let mut v = crate::pool::zeroed(len);
+        self.read(offset, &mut v)?;
+        Ok(v)
+    }
+
     /// Applies `op` to the `width`-wide word at `offset` (which must be
     /// aligned to `width`) and returns the word's previous value. The new
     /// value is [`AmoOp::apply`]`(width, old, operand, compare)`.

@@ -46,12 +46,13 @@ impl<M: Memory> Engine<M> {
                         PutSource::Bytes(b) if at == 0 && n == b.len() => std::mem::take(b),
                         PutSource::Bytes(b) => b[at as usize..at as usize + n].to_vec(),
                         PutSource::Local { offset, .. } => {
-                            let mut v = vec![0; n];
-                            if let Err(e) = self.mem.read(*offset + at, &mut v) {
-                                self.record(id, e.into());
-                                return true;
+                            match self.mem.read_vec(*offset + at, n) {
+                                Ok(v) => v,
+                                Err(e) => {
+                                    self.record(id, e.into());
+                                    return true;
+                                }
                             }
-                            v
                         }
                     };
                     let token = self.open_piece(id, dst, PieceKind::Put);

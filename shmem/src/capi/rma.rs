@@ -42,9 +42,16 @@ pub(crate) unsafe fn put_bytes(
         }
         let off = rt.sym_offset(call, dest as usize, len)?;
         if nbi {
+            // A symmetric source is named by its address in the segment's
+            // own mapping (the same bytes), where the conduit can read it
+            // as the put is issued instead of copying it at the call.
+            let src = rt
+                .segment_alias(src as usize, len)
+                .map_or(src.cast::<u8>(), |a| a as *const u8);
             // SAFETY: the caller keeps `src` valid and unmodified until the
-            // next quiet (the C contract of the nbi routines).
-            unsafe { op.put_nbi(call, pe, off, src.cast(), len) }
+            // next quiet (the C contract of the nbi routines); its alias in
+            // the segment is the same bytes, mapped for the whole job.
+            unsafe { op.put_nbi(call, pe, off, src, len) }
         } else {
             // SAFETY: the caller passes `len` readable bytes at `src` (the
             // C contract); they are read by address, never referenced
@@ -79,15 +86,22 @@ pub(crate) unsafe fn get_bytes(
             return op.target(call, pe, false).map(drop);
         }
         let off = rt.sym_offset(call, src as usize, len)?;
+        // A symmetric destination is named by its address in the segment's
+        // own mapping (the same bytes), where the conduit lands the data
+        // as it arrives instead of copying it there from a buffer.
+        let dest = rt
+            .segment_alias(dest as usize, len)
+            .map_or(dest.cast::<u8>(), |a| a as *mut u8);
         if nbi {
             // SAFETY: the caller keeps `dest` valid and untouched until the
-            // next quiet.
-            unsafe { op.get_nbi(call, pe, off, dest.cast(), len) }
+            // next quiet; its alias in the segment is the same bytes,
+            // mapped for the whole job.
+            unsafe { op.get_nbi(call, pe, off, dest, len) }
         } else {
             // SAFETY: the caller passes `len` writable bytes at `dest` (the
-            // C contract); they are written by address, never referenced
-            // (they may be symmetric memory).
-            unsafe { op.get_into(call, pe, off, dest.cast(), len) }
+            // C contract), or their alias in the segment; they are written
+            // by address, never referenced (they may be symmetric memory).
+            unsafe { op.get_into(call, pe, off, dest, len) }
         }
     })();
     ok(r)

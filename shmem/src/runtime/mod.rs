@@ -546,6 +546,22 @@ impl Runtime {
     /// the symmetric static data; else [`ShmemError::NotSymmetricAddress`].
     #[inline]
     pub(crate) fn sym_offset(&self, call: &'static str, addr: usize, len: usize) -> Result<usize> {
+        self.sym_offset_of(addr, len)
+            .ok_or_else(|| self.not_symmetric(call, addr, len))
+    }
+
+    /// The address in this PE's segment mapping of the symmetric bytes
+    /// `addr..addr + len` (the same bytes: a static variable's pages are
+    /// the segment's, mapped a second time), if they are symmetric. A
+    /// conduit recognises a source there as its own segment's.
+    #[inline]
+    pub(crate) fn segment_alias(&self, addr: usize, len: usize) -> Option<usize> {
+        let base = self.conduit.local_segment() as usize;
+        self.sym_offset_of(addr, len).map(|off| base + off)
+    }
+
+    #[inline]
+    fn sym_offset_of(&self, addr: usize, len: usize) -> Option<usize> {
         let base = self.conduit.local_segment() as usize;
         let heap = base + layout::HEAP;
         if addr >= heap
@@ -553,11 +569,11 @@ impl Runtime {
                 .checked_add(len)
                 .is_some_and(|e| e <= heap + self.heap_len)
         {
-            return Ok(addr - base);
+            return Some(addr - base);
         }
         if let Some(s) = self.statics {
             if s.data.contains(addr, len) {
-                return Ok(s.offset + (addr - s.data.start));
+                return Some(s.offset + (addr - s.data.start));
             }
             let alias = base + s.offset;
             if addr >= alias
@@ -565,10 +581,10 @@ impl Runtime {
                     .checked_add(len)
                     .is_some_and(|e| e <= alias + s.data.len)
             {
-                return Ok(addr - base);
+                return Some(addr - base);
             }
         }
-        Err(self.not_symmetric(call, addr, len))
+        None
     }
 
     #[cold]
