@@ -209,6 +209,8 @@ impl RecvBatch {
 pub(crate) struct SendBatch {
     mode: Mode,
     fd: i32,
+    /// The socket is connected to its one peer: sends name no address.
+    connected: bool,
     peers: Vec<libc::sockaddr_in6>,
     data: Vec<u8>,
     items: Vec<(usize, usize, usize)>,
@@ -220,9 +222,30 @@ impl SendBatch {
         SendBatch {
             mode,
             fd,
+            connected: false,
             peers: peers.iter().map(sockaddr).collect(),
             data: Vec::with_capacity(SEND_BATCH * BATCH_MAX_LEN),
             items: Vec::with_capacity(SEND_BATCH),
+        }
+    }
+
+    /// Notes that the socket is connected to its one peer: a send then
+    /// names no address, and the kernel uses the route it keeps for the
+    /// connection instead of looking one up per datagram.
+    pub(crate) fn set_connected(&mut self) {
+        self.connected = true;
+    }
+
+    /// The destination address of a send to `dst`: none on a connected
+    /// socket.
+    fn name(&self, dst: usize) -> (*mut libc::c_void, libc::socklen_t) {
+        if self.connected {
+            (std::ptr::null_mut(), 0)
+        } else {
+            (
+                &self.peers[dst] as *const libc::sockaddr_in6 as *mut libc::c_void,
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
         }
     }
 
@@ -286,8 +309,7 @@ impl SendBatch {
         }
         // SAFETY: msghdr is plain data; all-zero is a valid value.
         let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
-        m.msg_name = &self.peers[dst] as *const libc::sockaddr_in6 as *mut libc::c_void;
-        m.msg_namelen = std::mem::size_of::<libc::sockaddr_in6>() as u32;
+        (m.msg_name, m.msg_namelen) = self.name(dst);
         m.msg_iov = iov.as_mut_ptr();
         m.msg_iovlen = n as _;
         // SAFETY: the header names a live sockaddr_in6 of the size given
@@ -296,17 +318,17 @@ impl SendBatch {
     }
 
     fn send_one(&self, dst: usize, bytes: &[u8]) {
-        let to = &self.peers[dst];
-        // SAFETY: `bytes` and `to` are live for the call, with the lengths
-        // given.
+        let (to, len) = self.name(dst);
+        // SAFETY: `bytes` is live for the call with the length given; `to`
+        // is null (connected) or a live sockaddr_in6 of `len` bytes.
         unsafe {
             libc::sendto(
                 self.fd,
                 bytes.as_ptr() as *const libc::c_void,
                 bytes.len(),
                 0,
-                to as *const libc::sockaddr_in6 as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+                to as *const libc::sockaddr,
+                len,
             )
         };
     }
@@ -373,8 +395,7 @@ impl SendBatch {
             let (dst, _, len) = self.items[first];
             // SAFETY: mmsghdr is plain data; all-zero is a valid value.
             let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_name = &self.peers[dst] as *const libc::sockaddr_in6 as *mut libc::c_void;
-            m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in6>() as u32;
+            (m.msg_hdr.msg_name, m.msg_hdr.msg_namelen) = self.name(dst);
             m.msg_hdr.msg_iov = v as *mut libc::iovec;
             m.msg_hdr.msg_iovlen = 1;
             if n > 1 && space <= std::mem::size_of_val(c) {

@@ -132,7 +132,19 @@ impl Core {
     ) -> Core {
         // The impairment's generator, seeded per rank: runs repeat.
         let seed = 0x9e37_79b9_7f4a_7c15 ^ (me as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1);
-        let tx = SendBatch::new(mode, sock.as_raw_fd(), &peers);
+        let mut tx = SendBatch::new(mode, sock.as_raw_fd(), &peers);
+        // A PE with one peer connects its socket to it: the kernel then
+        // keeps the route and finds the socket for an arriving datagram
+        // at once, instead of a route lookup per send and a hashed lookup
+        // per receive (about 0.3 us a round trip on loopback). Datagrams
+        // from elsewhere are dropped by the kernel, as the receive path
+        // drops them anyway.
+        if let [a, b] = peers[..] {
+            let peer = if me == 0 { b } else { a };
+            if sock.connect(peer).is_ok() {
+                tx.set_connected();
+            }
+        }
         let sent_to = vec![0; peers.len()];
         Core {
             engine,
