@@ -392,6 +392,21 @@ impl Backoff {
         self.total += 1;
     }
 
+    /// As [`Backoff::snooze`], for a wait whose every step is already a
+    /// system call (a poll of a socket): one busy-wait hint per spinning
+    /// step instead of a growing burst of them, so that what the call
+    /// finds is not left waiting for the burst to end.
+    #[inline]
+    pub fn snooze_polling(&mut self) {
+        if self.steps < spin_steps() {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+        self.steps += 1;
+        self.total += 1;
+    }
+
     /// Starts spinning again (after the awaited thing made progress), and
     /// restarts the clock of [`Backoff::timed_out`].
     #[inline]

@@ -284,12 +284,13 @@ impl Ipv6Conduit {
                     waited,
                 });
             }
+            // Each step polls the socket: no burst of spin hints besides.
             if b.steps() < DRIVE_STEPS_BEFORE_SLEEP {
-                b.snooze();
+                b.snooze_polling();
                 continue;
             }
             // Sleeping steps count too (the timeout clock is read on them).
-            b.snooze();
+            b.snooze_polling();
             let t = progress::try_lock(&self.core, s)
                 .map_or(Duration::ZERO, |c| c.idle_for(DRIVE_MAX_SLEEP));
             if cond() {
