@@ -195,13 +195,30 @@ pub fn encode(p: &Packet) -> Result<Vec<u8>, EncodeError> {
 /// Appends the encoding of `p` to `out`. Reserves the exact length once and
 /// allocates nothing else; on error `out` is left unchanged.
 pub fn encode_into(p: &Packet, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    let h = checked_header(p)?;
+    out.reserve(h.packet_len());
+    let start = out.len();
+    write_head(&h, p, out);
+    out.extend_from_slice(&p.payload);
+    let tail = p.payload.len().wrapping_neg() & 3;
+    out.extend_from_slice(PAD.get(..tail).unwrap_or(&[]));
+    let crc = crc::crc32c(out.get(start..).unwrap_or(&[]));
+    out.extend_from_slice(&crc.to_be_bytes());
+    Ok(())
+}
+
+/// `p`'s header, checked against every rule an encoding must keep.
+fn checked_header(p: &Packet) -> Result<Header, EncodeError> {
     let h = p.header()?;
     if p.ptype == PacketType::Nack {
         check_nack_bitmap(&p.payload)?;
     }
-    let len = h.packet_len();
-    out.reserve(len);
-    let start = out.len();
+    Ok(h)
+}
+
+/// Appends what precedes the payload: the header `h` of `p`, and `p`'s
+/// arguments padded to 8 bytes.
+fn write_head(h: &Header, p: &Packet, out: &mut Vec<u8>) {
     h.write(out);
     for a in &p.args {
         out.extend_from_slice(&a.to_be_bytes());
@@ -209,12 +226,6 @@ pub fn encode_into(p: &Packet, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     if p.args.len() % 2 == 1 {
         out.extend_from_slice(&PAD);
     }
-    out.extend_from_slice(&p.payload);
-    let tail = p.payload.len().wrapping_neg() & 3;
-    out.extend_from_slice(PAD.get(..tail).unwrap_or(&[]));
-    let crc = crc::crc32c(out.get(start..).unwrap_or(&[]));
-    out.extend_from_slice(&crc.to_be_bytes());
-    Ok(())
 }
 
 /// The end of a packet's encoding that follows its payload: the payload's
@@ -249,18 +260,9 @@ impl Tail {
 /// assert_eq!(whole, wire::encode(&p).unwrap());
 /// ```
 pub fn encode_gather(p: &Packet, head: &mut Vec<u8>) -> Result<Tail, EncodeError> {
-    let h = p.header()?;
-    if p.ptype == PacketType::Nack {
-        check_nack_bitmap(&p.payload)?;
-    }
+    let h = checked_header(p)?;
     let start = head.len();
-    h.write(head);
-    for a in &p.args {
-        head.extend_from_slice(&a.to_be_bytes());
-    }
-    if p.args.len() % 2 == 1 {
-        head.extend_from_slice(&PAD);
-    }
+    write_head(&h, p, head);
     let pad = p.payload.len().wrapping_neg() & 3;
     let mut c = crc::update(0xFFFF_FFFF, head.get(start..).unwrap_or(&[]));
     c = crc::update(c, &p.payload);
