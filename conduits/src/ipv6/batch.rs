@@ -316,8 +316,9 @@ impl SendBatch {
         (m.msg_name, m.msg_namelen) = self.name(dst);
         m.msg_iov = iov.as_mut_ptr();
         m.msg_iovlen = n as _;
-        // SAFETY: the header names a live sockaddr_in6 of the size given
-        // and `n` iovecs over the live parts; the kernel only reads them.
+        // SAFETY: the header names no address (connected) or a live
+        // sockaddr_in6 of the size given, and `n` iovecs over the live
+        // parts; the kernel only reads them.
         unsafe { libc::sendmsg(self.fd, &m, 0) };
     }
 

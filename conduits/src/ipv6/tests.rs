@@ -100,6 +100,34 @@ fn exercise(c: Ipv6Conduit) {
     // SAFETY: 150_000 bytes of our segment at 600_000, written by the get.
     let seg = unsafe { std::slice::from_raw_parts(c.local_segment().add(600_000), 150_000) };
     assert_eq!(seg, &big[..150_000]);
+    // A non-blocking put whose source lies in this PE's segment (read as
+    // each piece is issued, not copied at the call): the bytes just got
+    // from `next` (this PE's own `big`) go back to it, so each PE finds
+    // `prev`'s.
+    c.barrier().unwrap();
+    // SAFETY: the source lies in our segment and nothing writes it before
+    // the quiet below.
+    unsafe {
+        c.put_nbi(
+            CtxId::DEFAULT,
+            next,
+            800_000,
+            c.local_segment().add(600_000),
+            150_000,
+        )
+        .unwrap()
+    };
+    c.quiet(CtxId::DEFAULT).unwrap();
+    c.barrier().unwrap();
+    // SAFETY: 150_000 bytes of our segment at 800_000, written by prev's
+    // put before the barrier.
+    let back = unsafe { std::slice::from_raw_parts(c.local_segment().add(800_000), 150_000) };
+    assert!(
+        back.iter()
+            .enumerate()
+            .all(|(i, &b)| b == (i * 13 + prev) as u8),
+        "PE {me}: a put from the segment landed other bytes than PE {prev}'s"
+    );
     // Put-with-signal: data visible once the signal is.
     c.put_signal(
         CtxId::DEFAULT,
