@@ -38,6 +38,10 @@ pub(crate) trait Drain {
     /// or (`again`) by its guard's look after letting go. A conduit that
     /// reports a stalled engine records who holds it here.
     fn taken(&mut self, _with: &Self::With, _at: &'static Location<'static>, _again: bool) {}
+
+    /// Called as this thread is about to let go of the lock (after the
+    /// last drain of that holding).
+    fn letting_go(&mut self, _with: &Self::With) {}
 }
 
 #[cfg(test)]
@@ -78,6 +82,10 @@ impl<T: Drain> std::ops::DerefMut for Held<'_, T> {
 impl<T: Drain> Drop for Held<'_, T> {
     fn drop(&mut self) {
         if std::thread::panicking() {
+            // The guard's lock goes with the unwinding; say so first.
+            if let Some(g) = self.g.as_mut() {
+                g.letting_go(self.with);
+            }
             return;
         }
         loop {
@@ -85,6 +93,7 @@ impl<T: Drain> Drop for Held<'_, T> {
                 g.drain_queues(self.with);
                 #[cfg(test)]
                 BEFORE_UNLOCK.with_borrow_mut(|f| f.take().map(|f| f()));
+                g.letting_go(self.with);
                 if !g.has_queues() {
                     // Nothing can have been queued.
                     return;

@@ -464,6 +464,19 @@ impl Ipv6Conduit {
         // (`spec/conduit.md` §2). The other contexts' puts, non-blocking
         // gets and non-fetching atomics never wait for it (§3).
         if ctx == CtxId::DEFAULT || matches!(want, Want::Value) {
+            if progress::in_core() {
+                // This thread holds the core (inside a step): taking it
+                // again would wait for itself.
+                self.shared.completed.fetch_add(1, Ordering::AcqRel);
+                state.completed.fetch_add(1, Ordering::AcqRel);
+                let e = ConduitError::Io(format!(
+                    "ipv6: PE {}: issued an operation while holding its progress engine (from \
+                     inside a step, such as an active-message handler): it would wait for itself",
+                    self.rank
+                ));
+                crate::report!("{e}");
+                return Err(e);
+            }
             progress::lock(&self.core, &self.shared).submit(&self.shared, tag, ctx.0, cmd, want);
         } else if let Some(mut core) = progress::try_lock(&self.core, &self.shared) {
             core.submit(&self.shared, tag, ctx.0, cmd, want);

@@ -446,7 +446,25 @@ impl ctxq::Drain for Core {
 
     fn taken(&mut self, sh: &Shared, at: &'static std::panic::Location<'static>, again: bool) {
         sh.holder.note(at, again);
+        IN_CORE.set(true);
     }
+
+    fn letting_go(&mut self, _sh: &Shared) {
+        IN_CORE.set(false);
+    }
+}
+
+thread_local! {
+    /// Whether this thread holds a core (between its guard's taking and
+    /// letting go).
+    static IN_CORE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread holds a core: a wait that needs the core stepped
+/// would then wait forever, since no thread, this one included, can step
+/// it ([`crate::ipv6::Ipv6Conduit`]'s waits refuse to).
+pub(crate) fn in_core() -> bool {
+    IN_CORE.get()
 }
 
 /// Locks `m` whether or not a panicking thread poisoned it.

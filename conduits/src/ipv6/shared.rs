@@ -255,6 +255,18 @@ impl Ipv6Conduit {
         if cond() {
             return Ok(());
         }
+        if progress::in_core() {
+            // Called from inside a step (an active-message handler, say):
+            // nothing can step the core until this thread lets go of it.
+            let e = ConduitError::Io(format!(
+                "ipv6: PE {}: waited for {} while holding its progress engine (from inside \
+                 a step, such as an active-message handler): no thread could make progress",
+                self.rank,
+                what()
+            ));
+            crate::report!("{e}");
+            return Err(e);
+        }
         let s = &*self.shared;
         let _driving = Driving::new(s);
         let mut b = Backoff::new();

@@ -694,3 +694,41 @@ fn a_core_that_no_thread_steps_is_reported_by_its_progress_thread() {
         JobBootstrap::barrier(&c).unwrap();
     });
 }
+
+#[test]
+fn a_wait_by_the_thread_that_holds_the_core_fails_at_once_instead_of_spinning() {
+    job(2, Settings::default(), |c| {
+        let me = c.rank();
+        let other = 1 - me;
+        let ctx = c.ctx_create().unwrap();
+        let held = c.hold_engine();
+        // A put on a context queues while the core is held (here, by this
+        // very thread); its quiet needs the core stepped, which nothing
+        // can do while this thread holds it.
+        c.put(ctx, other, 0, &[1u8; 64]).unwrap();
+        let start = Instant::now();
+        let r = c.quiet(ctx);
+        // So does a blocking get, which would wait for the lock itself.
+        let mut v = [0u8; 8];
+        let g = c.get(CtxId::DEFAULT, other, 0, &mut v);
+        let took = start.elapsed();
+        drop(held);
+        for (what, r) in [("quiet", r), ("get", g)] {
+            let e = r.expect_err("a wait by the core's holder returned");
+            assert!(
+                e.to_string().contains("while holding its progress engine"),
+                "PE {me}: {what}: {e}"
+            );
+        }
+        assert!(
+            took < Duration::from_secs(1),
+            "PE {me}: failed after {took:?}"
+        );
+        // Once let go, the same operations work.
+        c.quiet(ctx).unwrap();
+        c.get(CtxId::DEFAULT, other, 0, &mut v).unwrap();
+        assert_eq!(v, [1u8; 8]);
+        c.ctx_destroy(ctx).unwrap();
+        JobBootstrap::barrier(&c).unwrap();
+    });
+}
