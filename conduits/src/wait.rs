@@ -381,15 +381,7 @@ impl Backoff {
     /// step.
     #[inline]
     pub fn snooze(&mut self) {
-        if self.steps < spin_steps() {
-            for _ in 0..(1u32 << (self.steps.min(4) as u32)) {
-                std::hint::spin_loop();
-            }
-        } else {
-            std::thread::yield_now();
-        }
-        self.steps += 1;
-        self.total += 1;
+        self.wait_step(1u32 << (self.steps.min(4) as u32));
     }
 
     /// As [`Backoff::snooze`], for a wait whose every step is already a
@@ -398,8 +390,16 @@ impl Backoff {
     /// finds is not left waiting for the burst to end.
     #[inline]
     pub fn snooze_polling(&mut self) {
+        self.wait_step(1);
+    }
+
+    /// One step: `hints` busy-wait hints while spinning, else a yield.
+    #[inline]
+    fn wait_step(&mut self, hints: u32) {
         if self.steps < spin_steps() {
-            std::hint::spin_loop();
+            for _ in 0..hints {
+                std::hint::spin_loop();
+            }
         } else {
             std::thread::yield_now();
         }

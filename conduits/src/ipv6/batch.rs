@@ -255,39 +255,26 @@ impl SendBatch {
 
     /// Queues `bytes` for node `dst` (or sends it at once if it is large).
     pub(crate) fn push(&mut self, dst: usize, bytes: &[u8]) {
-        if dst >= self.peers.len() {
-            return;
-        }
-        if bytes.len() > BATCH_MAX_LEN || self.mode == Mode::None {
-            self.flush();
-            self.send_one(dst, bytes);
-            return;
-        }
-        let start = self.data.len();
-        self.data.extend_from_slice(bytes);
-        self.items.push((dst, start, bytes.len()));
-        if self.items.len() == SEND_BATCH {
-            self.flush();
-        }
+        self.push_parts(dst, &[bytes]);
     }
 
-    /// Queues a datagram given in parts ([`Transport::transmit_gather`]):
-    /// a large one is sent at once by a gathering `sendmsg(2)`, without
-    /// copying its payload; a small one is batched as [`SendBatch::push`]
-    /// batches it.
+    /// Queues a datagram given in parts, whose concatenation is the
+    /// datagram ([`Transport::transmit_gather`]): a large one is sent at
+    /// once, several parts by a gathering `sendmsg(2)` that does not copy
+    /// the payload; a small one is copied into the batch.
     ///
     /// [`Transport::transmit_gather`]: gasnet_core::reliable::Transport::transmit_gather
     pub(crate) fn push_parts(&mut self, dst: usize, parts: &[&[u8]]) {
-        if let [whole] = parts {
-            return self.push(dst, whole);
-        }
         if dst >= self.peers.len() {
             return;
         }
         let len: usize = parts.iter().map(|p| p.len()).sum();
         if len > BATCH_MAX_LEN || self.mode == Mode::None {
             self.flush();
-            self.send_gather(dst, parts);
+            match parts {
+                [whole] => self.send_one(dst, whole),
+                _ => self.send_gather(dst, parts),
+            }
             return;
         }
         let start = self.data.len();

@@ -440,6 +440,12 @@ impl Ipv6Conduit {
         if self.finalized.load(Ordering::Acquire) {
             return Err(ConduitError::Unsupported("ipv6: the conduit was finalized"));
         }
+        // Those that take the core (below) would wait for this thread if
+        // it holds the core already (inside a step).
+        let takes_core = ctx == CtxId::DEFAULT || matches!(want, Want::Value);
+        if takes_core && progress::in_core() {
+            return Err(self.holding_core("issued an operation", "it would wait for itself"));
+        }
         let issued = self.shared.issued.load(Ordering::Acquire);
         if issued.saturating_sub(self.shared.completed.load(Ordering::Acquire)) >= MAX_PENDING {
             self.drive_until(
@@ -463,20 +469,7 @@ impl Ipv6Conduit {
         // issued after everything this PE queued before it
         // (`spec/conduit.md` §2). The other contexts' puts, non-blocking
         // gets and non-fetching atomics never wait for it (§3).
-        if ctx == CtxId::DEFAULT || matches!(want, Want::Value) {
-            if progress::in_core() {
-                // This thread holds the core (inside a step): taking it
-                // again would wait for itself.
-                self.shared.completed.fetch_add(1, Ordering::AcqRel);
-                state.completed.fetch_add(1, Ordering::AcqRel);
-                let e = ConduitError::Io(format!(
-                    "ipv6: PE {}: issued an operation while holding its progress engine (from \
-                     inside a step, such as an active-message handler): it would wait for itself",
-                    self.rank
-                ));
-                crate::report!("{e}");
-                return Err(e);
-            }
+        if takes_core {
             progress::lock(&self.core, &self.shared).submit(&self.shared, tag, ctx.0, cmd, want);
         } else if let Some(mut core) = progress::try_lock(&self.core, &self.shared) {
             core.submit(&self.shared, tag, ctx.0, cmd, want);
@@ -492,6 +485,19 @@ impl Ipv6Conduit {
             );
         }
         Ok(tag)
+    }
+
+    /// The error (also reported) of a call that `did` what needs the core
+    /// stepped while this thread holds it (inside a step, such as an
+    /// active-message handler), and `why` that cannot end.
+    fn holding_core(&self, did: &str, why: &str) -> ConduitError {
+        let e = ConduitError::Io(format!(
+            "ipv6: PE {}: {did} while holding its progress engine (from inside a step, such \
+             as an active-message handler): {why}",
+            self.rank
+        ));
+        crate::report!("{e}");
+        e
     }
 
     /// Puts `q` on its context's queue for whichever thread holds the core,

@@ -256,16 +256,11 @@ impl Ipv6Conduit {
             return Ok(());
         }
         if progress::in_core() {
-            // Called from inside a step (an active-message handler, say):
-            // nothing can step the core until this thread lets go of it.
-            let e = ConduitError::Io(format!(
-                "ipv6: PE {}: waited for {} while holding its progress engine (from inside \
-                 a step, such as an active-message handler): no thread could make progress",
-                self.rank,
-                what()
+            // Nothing can step the core until this thread lets go of it.
+            return Err(self.holding_core(
+                &format!("waited for {}", what()),
+                "no thread could make progress",
             ));
-            crate::report!("{e}");
-            return Err(e);
         }
         let s = &*self.shared;
         let _driving = Driving::new(s);
